@@ -1,0 +1,88 @@
+#include "core/dtype.h"
+
+#include <cmath>
+#include <array>
+
+namespace deepinfer {
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::F32: return 4;
+    case DType::F16: return 2;
+    case DType::BF16: return 2;
+    case DType::F8_E4M3: return 1;
+  }
+  return 0;
+}
+
+std::string_view dtype_name(DType t) {
+  switch (t) {
+    case DType::F32: return "F32";
+    case DType::F16: return "F16";
+    case DType::BF16: return "BF16";
+    case DType::F8_E4M3: return "F8_E4M3";
+  }
+  return "?";
+}
+
+std::optional<DType> dtype_from_name(std::string_view name) {
+  if (name == "F32") return DType::F32;
+  if (name == "F16") return DType::F16;
+  if (name == "BF16") return DType::BF16;
+  if (name == "F8_E4M3") return DType::F8_E4M3;
+  return std::nullopt;
+}
+
+float f16_to_f32(uint16_t h) {
+  const uint32_t sign = (h >> 15) & 1u, exp = (h >> 10) & 0x1fu, mant = h & 0x3ffu;
+  float v;
+  if (exp == 0) v = std::ldexp(float(mant), -24);
+  else if (exp == 31) v = mant ? NAN : INFINITY;
+  else v = std::ldexp(float(mant | 0x400u), int(exp) - 25);
+  return sign ? -v : v;
+}
+
+namespace {
+constexpr float pow2(int e) {
+  float r = 1.0f;
+  for (; e > 0; --e) r *= 2.0f;
+  for (; e < 0; ++e) r *= 0.5f;
+  return r;
+}
+constexpr std::array<float, 256> make_fp8_table() {
+  std::array<float, 256> v{};
+  for (int b = 0; b < 256; ++b) {
+    const int sign = b >> 7, exp = (b >> 3) & 0xf, mant = b & 7;
+    float x;
+    if (exp == 0xf && mant == 7) x = __builtin_nanf("");
+    else if (exp == 0) x = float(mant) * pow2(-9);             // subnormal: mant/8 * 2^-6
+    else x = float(8 + mant) * pow2(exp - 10);                 // (1 + mant/8) * 2^(exp-7)
+    v[b] = sign ? -x : x;
+  }
+  return v;
+}
+}  // namespace
+
+constinit const std::array<float, 256> kFp8E4M3ToF32 = make_fp8_table();
+
+uint8_t f32_to_fp8_e4m3(float f) {
+  if (std::isnan(f)) return 0x7f;
+  const uint8_t sign = std::signbit(f) ? 0x80 : 0;
+  float a = std::fabs(f);
+  if (a >= 448.0f) return sign | 0x7e;
+  // Nearest representable value, ties to the even code: scan the 127 positive codes' midpoints.
+  int lo = 0, hi = 0x7e;
+  while (lo < hi) {  // first code whose value >= a
+    int mid = (lo + hi) / 2;
+    if (kFp8E4M3ToF32[mid] < a) lo = mid + 1; else hi = mid;
+  }
+  int code = lo;
+  if (code > 0) {
+    const float below = kFp8E4M3ToF32[code - 1], above = kFp8E4M3ToF32[code];
+    const float d_below = a - below, d_above = above - a;
+    if (d_below < d_above || (d_below == d_above && ((code - 1) & 1) == 0)) code -= 1;
+  }
+  return sign | uint8_t(code);
+}
+
+}  // namespace deepinfer

@@ -1,0 +1,45 @@
+// Element types of checkpoints and caches, and scalar conversions to and from f32.
+// bf16 and f16 are stored as raw uint16_t bits; fp8 e4m3 (OCP "fn": no infinities,
+// max 448, 0x7f/0xff are NaN) as uint8_t bits.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string_view>
+
+namespace deepinfer {
+
+enum class DType : uint8_t { F32, F16, BF16, F8_E4M3 };
+
+size_t dtype_size(DType t);
+std::string_view dtype_name(DType t);              // safetensors spelling: "F32", "BF16", ...
+std::optional<DType> dtype_from_name(std::string_view name);
+
+inline float bf16_to_f32(uint16_t bits) {
+  uint32_t u = uint32_t(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+// Round to nearest even; NaN stays NaN.
+inline uint16_t f32_to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return uint16_t(u >> 16);
+}
+
+float f16_to_f32(uint16_t bits);
+
+// Exact value of every e4m3 code, from a 256-entry table.
+extern const std::array<float, 256> kFp8E4M3ToF32;
+inline float fp8_e4m3_to_f32(uint8_t bits) { return kFp8E4M3ToF32[bits]; }
+
+// Round to nearest even, saturating to +-448 (as torch's float8_e4m3fn cast of finite values).
+uint8_t f32_to_fp8_e4m3(float f);
+
+}  // namespace deepinfer
