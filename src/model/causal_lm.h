@@ -1,0 +1,42 @@
+// CausalLM: what the engine needs from a loaded model. The engine owns the KV cache memory and
+// the batch; the model reads weights and computes. Implementations: deepseek/model.h.
+//
+// Thread safety: forward() is called from the engine thread only; it may use OpenMP inside.
+// Determinism contract (batch invariance): the logits of a row depend only on that row's
+// sequence (its tokens and positions, and its cached KV), never on which other sequences share
+// the step, how its prompt was chunked, or whether its prefix came from the prefix cache.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/forward_batch.h"
+
+namespace deepinfer {
+
+struct CausalLMInfo {
+  std::string architecture;          // e.g. "DeepseekV3ForCausalLM"
+  int vocab_size = 0;
+  int n_layers = 0;                  // layers that hold KV (MTP layers excluded)
+  int max_position_embeddings = 0;
+  int kv_lora_rank = 0;              // MLA latent width cached per token and layer
+  int qk_rope_head_dim = 0;          // roped key part cached per token and layer
+  std::vector<int32_t> eos_token_ids;  // from generation_config.json (else config.json)
+  int32_t bos_token_id = -1;         // -1: none
+};
+
+class CausalLM {
+ public:
+  virtual ~CausalLM() = default;
+  virtual const CausalLMInfo& info() const = 0;
+
+  // Runs one step. For every row, writes its latent KV into `kv` at its position (through its
+  // sequence's block table), then computes attention over positions [0, position] of that
+  // sequence. Writes logits of batch.logit_rows, in order, to `logits`: [logit_rows.size(), vocab_size].
+  // Preconditions (checked): block tables cover n_ctx, positions < max_position_embeddings,
+  // token ids < vocab_size (callers validate user input before it gets here).
+  virtual void forward(const ForwardBatch& batch, const KvCacheView& kv, float* logits) = 0;
+};
+
+}  // namespace deepinfer
