@@ -24,6 +24,8 @@ struct CausalLMInfo {
   int qk_rope_head_dim = 0;          // roped key part cached per token and layer
   std::vector<int32_t> eos_token_ids;  // from generation_config.json (else config.json)
   int32_t bos_token_id = -1;         // -1: none
+  size_t n_params = 0;               // parameters loaded
+  size_t n_weight_bytes = 0;         // their bytes in stored precision
 };
 
 class CausalLM {

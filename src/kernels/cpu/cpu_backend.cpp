@@ -1,0 +1,29 @@
+// The CPU Backend: forwards each op to its kernel family.
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/mla_attention.h"
+#include "kernels/cpu/norm_rope.h"
+
+namespace deepinfer {
+namespace {
+
+class CpuBackend final : public Backend {
+ public:
+  void embed(const EmbedParams& p) override { cpu::embed(p); }
+  void linear(const LinearParams& p) override { cpu::linear(p); }
+  void rms_norm(const RmsNormParams& p) override { cpu::rms_norm(p); }
+  void rope(const RopeParams& p) override { cpu::rope(p); }
+  void mla_kv_store(const MlaKvStoreParams& p) override { cpu::mla_kv_store(p); }
+  void mla_absorb_query(const MlaAbsorbQueryParams& p) override { cpu::mla_absorb_query(p); }
+  void mla_project_value(const MlaProjectValueParams& p) override { cpu::mla_project_value(p); }
+  void mla_attention(const MlaAttentionParams& p) override { cpu::mla_attention(p); }
+  void silu_mul(const SiluMulParams& p) override { cpu::silu_mul(p); }
+};
+
+}  // namespace
+
+Backend& cpu_backend() {
+  static CpuBackend backend;
+  return backend;
+}
+
+}  // namespace deepinfer

@@ -1,0 +1,149 @@
+// The compute seam: plain-data params structs, every field with its shape, and the Backend
+// that executes them. Model code calls the backend at fused-op granularity; each op validates
+// its params once at entry (DI_CHECK) and its kernels trust them.
+//
+// All activations are f32. Weights stay in their stored dtype and are dequantized inside the
+// kernels. Batch invariance: every output row is computed by a fixed sequence of operations
+// that depends only on that row's inputs, never on the number of rows or the thread count.
+#pragma once
+
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "model/forward_batch.h"
+
+namespace deepinfer {
+
+// A linear layer's weight W: [n_out, n_in], row-major, in stored precision; y = x W^T.
+struct LinearWeight {
+  DType dtype = DType::BF16;        // F32, F16, BF16 or F8_E4M3
+  const void* data = nullptr;       // [n_out, n_in], aligned to the element size
+  int64_t n_out = 0;
+  int64_t n_in = 0;
+  const float* scale_inv = nullptr;  // F8_E4M3 only: [ceil(n_out / block_rows), ceil(n_in / block_cols)]
+  int block_rows = 128;
+  int block_cols = 128;
+};
+
+struct LinearParams {
+  const float* x = nullptr;   // [m, ldx], the first w->n_in columns used
+  int64_t ldx = 0;
+  int64_t m = 0;
+  const LinearWeight* w = nullptr;
+  float* y = nullptr;         // [m, ldy], columns [0, w->n_out) written
+  int64_t ldy = 0;
+};
+
+struct RmsNormParams {
+  const float* x = nullptr;     // [m, ldx], first n columns
+  int64_t ldx = 0;
+  float* y = nullptr;           // [m, ldy], may alias x when ldy == ldx
+  int64_t ldy = 0;
+  int64_t m = 0;
+  int64_t n = 0;
+  const float* weight = nullptr;  // [n]
+  float eps = 1e-6f;
+};
+
+// Rotates interleaved pairs (x[2i], x[2i+1]) by angle position * inv_freq[i], in place, as
+// DeepSeek's reference (complex multiplication), then scales by `scale` (YaRN's cos/sin mscale).
+struct RopeParams {
+  float* x = nullptr;           // row r, head h: x + r * ld_row + h * ld_head, rope_dim values
+  int64_t ld_row = 0;
+  int64_t ld_head = 0;
+  int64_t m = 0;
+  int n_heads = 1;
+  int rope_dim = 0;
+  const int32_t* positions = nullptr;  // [m]
+  const float* inv_freq = nullptr;     // [rope_dim / 2]
+  float scale = 1.0f;
+};
+
+// Writes each row's normalized latent and roped key part into the paged cache at its position.
+struct MlaKvStoreParams {
+  const float* latent = nullptr;  // [n_rows, ld_latent], first kv_lora_rank columns
+  int64_t ld_latent = 0;
+  const float* k_pe = nullptr;    // [n_rows, ld_k_pe], first qk_rope_head_dim columns
+  int64_t ld_k_pe = 0;
+  const ForwardBatch* batch = nullptr;  // rows, positions and block tables
+  uint8_t* cache = nullptr;       // one layer: [num_blocks, block_size, layout.bytes_per_token()]
+  MlaCacheLayout layout;
+  int block_size = 0;
+};
+
+// q_latent[r, h, :] = sum_d q_nope[r, h, d] * W[h * (qk_nope + v) + d, :]   (W = kv_b_proj)
+struct MlaAbsorbQueryParams {
+  const float* q = nullptr;        // [m, ld_q]; head h's nope part at h * ld_q_head
+  int64_t ld_q = 0;
+  int64_t ld_q_head = 0;
+  int64_t m = 0;
+  const LinearWeight* w_kv_b = nullptr;  // [n_heads * (qk_nope + v_head_dim), kv_lora_rank]
+  int n_heads = 0;
+  int qk_nope_head_dim = 0;
+  int v_head_dim = 0;
+  float* q_latent = nullptr;       // [m, n_heads, kv_lora_rank]
+};
+
+// out[r, h * v + j] = sum_c o_latent[r, h, c] * W[h * (qk_nope + v) + qk_nope + j, c]
+struct MlaProjectValueParams {
+  const float* o_latent = nullptr;  // [m, n_heads, kv_lora_rank]
+  int64_t m = 0;
+  const LinearWeight* w_kv_b = nullptr;
+  int n_heads = 0;
+  int qk_nope_head_dim = 0;
+  int v_head_dim = 0;
+  float* out = nullptr;             // [m, n_heads * v_head_dim]
+};
+
+// Absorbed MLA attention of every batch row over its sequence's cached positions [0, position]:
+// score[t] = (q_latent . latent[t] + q_pe . k_pe[t]) * softmax_scale; out = softmax(score) @ latent.
+struct MlaAttentionParams {
+  const float* q_latent = nullptr;  // [n_rows, n_heads, kv_lora_rank]
+  const float* q_pe = nullptr;      // row r, head h: q_pe + r * ld_q_pe_row + h * ld_q_pe_head, rope dim
+  int64_t ld_q_pe_row = 0;
+  int64_t ld_q_pe_head = 0;
+  float* out_latent = nullptr;      // [n_rows, n_heads, kv_lora_rank]
+  int n_heads = 0;
+  float softmax_scale = 1.0f;
+  const ForwardBatch* batch = nullptr;
+  const uint8_t* cache = nullptr;   // one layer: [num_blocks, block_size, layout.bytes_per_token()]
+  MlaCacheLayout layout;
+  int block_size = 0;
+};
+
+// y[r, i] = silu(gate_up[r, i]) * gate_up[r, n + i], for i < n.
+struct SiluMulParams {
+  const float* gate_up = nullptr;  // [m, ld_in]: gate in columns [0, n), up in [n, 2n)
+  int64_t ld_in = 0;
+  float* y = nullptr;              // [m, ld_out]
+  int64_t ld_out = 0;
+  int64_t m = 0;
+  int64_t n = 0;
+};
+
+// y[r, :] = row ids[r] of the table, as f32 (embedding lookup).
+struct EmbedParams {
+  const LinearWeight* table = nullptr;  // [vocab, hidden]
+  const int32_t* ids = nullptr;         // [m], each < table->n_out
+  int64_t m = 0;
+  float* y = nullptr;                   // [m, table->n_in]
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual void embed(const EmbedParams& p) = 0;
+  virtual void linear(const LinearParams& p) = 0;
+  virtual void rms_norm(const RmsNormParams& p) = 0;
+  virtual void rope(const RopeParams& p) = 0;
+  virtual void mla_kv_store(const MlaKvStoreParams& p) = 0;
+  virtual void mla_absorb_query(const MlaAbsorbQueryParams& p) = 0;
+  virtual void mla_project_value(const MlaProjectValueParams& p) = 0;
+  virtual void mla_attention(const MlaAttentionParams& p) = 0;
+  virtual void silu_mul(const SiluMulParams& p) = 0;
+};
+
+// The CPU backend (kernels/cpu/), the reference that runs everywhere.
+Backend& cpu_backend();
+
+}  // namespace deepinfer

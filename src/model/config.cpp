@@ -1,0 +1,231 @@
+#include "model/config.h"
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "core/mapped_file.h"
+
+namespace deepinfer {
+namespace {
+
+using nlohmann::json;
+
+// Reads optional typed fields of one JSON object, remembering the first error.
+class FieldReader {
+ public:
+  FieldReader(const json& j, std::string source) : j_(j), source_(std::move(source)) {}
+
+  void integer(const char* key, int& out, bool required, int min_value = 0) {
+    auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) {
+      if (required) fail(std::string("missing required field '") + key + "'");
+      return;
+    }
+    if (!it->is_number_integer() && !(it->is_number_float() && it->get<double>() == double(int64_t(it->get<double>())))) {
+      fail(std::string("field '") + key + "' must be an integer, got " + it->dump());
+      return;
+    }
+    const int64_t v = it->is_number_integer() ? it->get<int64_t>() : int64_t(it->get<double>());
+    if (v < min_value || v > (int64_t(1) << 30)) {
+      fail(std::string("field '") + key + "' = " + std::to_string(v) + " is out of range");
+      return;
+    }
+    out = int(v);
+  }
+  void number(const char* key, double& out, bool positive = false) {
+    auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) return;
+    if (!it->is_number()) return fail(std::string("field '") + key + "' must be a number, got " + it->dump());
+    out = it->get<double>();
+    if (positive && !(out > 0)) fail(std::string("field '") + key + "' must be positive");
+  }
+  void boolean(const char* key, bool& out) {
+    auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) return;
+    if (!it->is_boolean()) return fail(std::string("field '") + key + "' must be true or false, got " + it->dump());
+    out = it->get<bool>();
+  }
+  std::string string(const char* key) {
+    auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) return "";
+    if (!it->is_string()) {
+      fail(std::string("field '") + key + "' must be a string, got " + it->dump());
+      return "";
+    }
+    return it->get<std::string>();
+  }
+  // An id or a list of ids (eos_token_id).
+  void ids(const char* key, std::vector<int32_t>& out) {
+    auto it = j_.find(key);
+    if (it == j_.end() || it->is_null()) return;
+    std::vector<int32_t> v;
+    if (it->is_number_integer()) v.push_back(it->get<int32_t>());
+    else if (it->is_array()) {
+      for (const auto& e : *it) {
+        if (!e.is_number_integer()) return fail(std::string("field '") + key + "' must hold integers");
+        v.push_back(e.get<int32_t>());
+      }
+    } else {
+      return fail(std::string("field '") + key + "' must be an integer or a list of integers");
+    }
+    out = std::move(v);
+  }
+  void fail(const std::string& message) {
+    if (status_.ok()) status_ = Status::Error(source_ + ": " + message);
+  }
+  const Status& status() const { return status_; }
+
+ private:
+  const json& j_;
+  std::string source_;
+  Status status_;
+};
+
+Status parse_rope_scaling(const json& j, const std::string& source, RopeScaling& r) {
+  auto it = j.find("rope_scaling");
+  if (it == j.end() || it->is_null()) return Status::Ok();
+  if (!it->is_object()) return Status::Error(source + ": field 'rope_scaling' must be an object or null");
+  FieldReader f(*it, source + ": rope_scaling");
+  std::string type = f.string("type");
+  if (type.empty()) type = f.string("rope_type");
+  if (type != "yarn") return Status::Error(source + ": rope_scaling type '" + type + "' is not supported (only 'yarn')");
+  r.yarn = true;
+  f.number("factor", r.factor, true);
+  f.integer("original_max_position_embeddings", r.original_max_position_embeddings, false, 1);
+  f.number("beta_fast", r.beta_fast, true);
+  f.number("beta_slow", r.beta_slow, true);
+  f.number("mscale", r.mscale);
+  f.number("mscale_all_dim", r.mscale_all_dim);
+  return f.status();
+}
+
+Status parse_quantization(const json& j, const std::string& source, Fp8Quantization& q) {
+  auto it = j.find("quantization_config");
+  if (it == j.end() || it->is_null()) return Status::Ok();
+  if (!it->is_object()) return Status::Error(source + ": field 'quantization_config' must be an object");
+  FieldReader f(*it, source + ": quantization_config");
+  const std::string method = f.string("quant_method");
+  if (method != "fp8") return Status::Error(source + ": quantization_config.quant_method '" + method + "' is not supported (only 'fp8')");
+  const std::string fmt = f.string("fmt");
+  if (!fmt.empty() && fmt != "e4m3") return Status::Error(source + ": quantization_config.fmt '" + fmt + "' is not supported (only 'e4m3')");
+  DI_RETURN_IF_ERROR(f.status());
+  q.enabled = true;
+  auto bs = it->find("weight_block_size");
+  if (bs != it->end() && !bs->is_null()) {
+    if (!bs->is_array() || bs->size() != 2 || !(*bs)[0].is_number_integer() || !(*bs)[1].is_number_integer() ||
+        (*bs)[0].get<int>() <= 0 || (*bs)[1].get<int>() <= 0)
+      return Status::Error(source + ": quantization_config.weight_block_size must be two positive integers");
+    q.block_rows = (*bs)[0].get<int>();
+    q.block_cols = (*bs)[1].get<int>();
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<ModelConfig> ModelConfig::FromJson(const json& j, const std::string& source) {
+  if (!j.is_object()) return Status::Error(source + ": not a JSON object");
+  ModelConfig c;
+  FieldReader f(j, source);
+
+  auto arch = j.find("architectures");
+  if (arch == j.end() || !arch->is_array() || arch->empty() || !(*arch)[0].is_string())
+    return Status::Error(source + ": field 'architectures' must be a non-empty list of names");
+  c.architecture = (*arch)[0].get<std::string>();
+  if (c.architecture == "DeepseekV3ForCausalLM") c.is_v3 = true;
+  else if (c.architecture != "DeepseekV2ForCausalLM")
+    return Status::Error(source + ": architecture '" + c.architecture +
+                         "' is not supported (DeepseekV3ForCausalLM, DeepseekV2ForCausalLM)");
+
+  f.integer("vocab_size", c.vocab_size, true, 1);
+  f.integer("hidden_size", c.hidden_size, true, 1);
+  f.integer("intermediate_size", c.intermediate_size, true, 1);
+  f.integer("num_hidden_layers", c.num_hidden_layers, true, 1);
+  f.integer("num_attention_heads", c.num_attention_heads, true, 1);
+  f.integer("num_nextn_predict_layers", c.num_nextn_predict_layers, false);
+  f.integer("q_lora_rank", c.q_lora_rank, false);
+  f.integer("kv_lora_rank", c.kv_lora_rank, true, 1);
+  f.integer("qk_nope_head_dim", c.qk_nope_head_dim, true, 1);
+  f.integer("qk_rope_head_dim", c.qk_rope_head_dim, true, 2);
+  f.integer("v_head_dim", c.v_head_dim, true, 1);
+  f.integer("n_routed_experts", c.n_routed_experts, false);
+  f.integer("n_shared_experts", c.n_shared_experts, false);
+  f.integer("num_experts_per_tok", c.num_experts_per_tok, c.n_routed_experts > 0, 1);
+  f.integer("moe_intermediate_size", c.moe_intermediate_size, c.n_routed_experts > 0, 1);
+  f.integer("n_group", c.n_group, false, 1);
+  f.integer("topk_group", c.topk_group, false, 1);
+  f.integer("first_k_dense_replace", c.first_k_dense_replace, false);
+  f.integer("moe_layer_freq", c.moe_layer_freq, false, 1);
+  f.integer("max_position_embeddings", c.max_position_embeddings, true, 1);
+  f.number("routed_scaling_factor", c.routed_scaling_factor, true);
+  f.number("rms_norm_eps", c.rms_norm_eps, true);
+  f.number("rope_theta", c.rope_theta, true);
+  f.boolean("norm_topk_prob", c.norm_topk_prob);
+  f.boolean("tie_word_embeddings", c.tie_word_embeddings);
+  f.integer("bos_token_id", c.bos_token_id, false);
+  f.ids("eos_token_id", c.eos_token_ids);
+
+  c.topk_method = c.is_v3 ? TopkMethod::kNoauxTc : TopkMethod::kGreedy;
+  const std::string topk = f.string("topk_method");
+  if (topk == "greedy") c.topk_method = TopkMethod::kGreedy;
+  else if (topk == "group_limited_greedy") c.topk_method = TopkMethod::kGroupLimitedGreedy;
+  else if (topk == "noaux_tc") c.topk_method = TopkMethod::kNoauxTc;
+  else if (!topk.empty()) f.fail("topk_method '" + topk + "' is not supported (greedy, group_limited_greedy, noaux_tc)");
+
+  c.scoring_func = c.is_v3 ? ScoringFunc::kSigmoid : ScoringFunc::kSoftmax;
+  const std::string scoring = f.string("scoring_func");
+  if (scoring == "softmax") c.scoring_func = ScoringFunc::kSoftmax;
+  else if (scoring == "sigmoid") c.scoring_func = ScoringFunc::kSigmoid;
+  else if (!scoring.empty()) f.fail("scoring_func '" + scoring + "' is not supported (softmax, sigmoid)");
+
+  const std::string act = f.string("hidden_act");
+  if (!act.empty() && act != "silu") f.fail("hidden_act '" + act + "' is not supported (only 'silu')");
+  bool attention_bias = false;
+  f.boolean("attention_bias", attention_bias);
+  if (attention_bias) f.fail("attention_bias = true is not supported");
+  int kv_heads = c.num_attention_heads;
+  f.integer("num_key_value_heads", kv_heads, false, 1);
+  if (kv_heads != c.num_attention_heads)
+    f.fail("num_key_value_heads must equal num_attention_heads for multi-head latent attention");
+  DI_RETURN_IF_ERROR(f.status());
+
+  if (c.qk_rope_head_dim % 2 != 0) return Status::Error(source + ": qk_rope_head_dim must be even");
+  if (c.n_routed_experts > 0) {
+    if (c.num_experts_per_tok > c.n_routed_experts)
+      return Status::Error(source + ": num_experts_per_tok exceeds n_routed_experts");
+    if (c.n_routed_experts % c.n_group != 0)
+      return Status::Error(source + ": n_routed_experts must be divisible by n_group");
+    if (c.topk_group > c.n_group) return Status::Error(source + ": topk_group exceeds n_group");
+    if (c.topk_method == TopkMethod::kNoauxTc && c.n_routed_experts / c.n_group < 2)
+      return Status::Error(source + ": noaux_tc routing needs at least 2 experts per group");
+    if (c.topk_method != TopkMethod::kGreedy &&
+        c.num_experts_per_tok > c.topk_group * (c.n_routed_experts / c.n_group))
+      return Status::Error(source + ": num_experts_per_tok exceeds the experts in topk_group groups");
+  }
+  DI_RETURN_IF_ERROR(parse_rope_scaling(j, source, c.rope_scaling));
+  DI_RETURN_IF_ERROR(parse_quantization(j, source, c.fp8));
+  return c;
+}
+
+Result<ModelConfig> ModelConfig::Load(const std::string& model_dir) {
+  const std::string path = (std::filesystem::path(model_dir) / "config.json").string();
+  DI_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
+  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Status::Error(path + ": not valid JSON");
+  DI_ASSIGN_OR_RETURN(ModelConfig c, FromJson(j, path));
+
+  const std::string gen_path = (std::filesystem::path(model_dir) / "generation_config.json").string();
+  if (std::filesystem::exists(gen_path)) {
+    DI_ASSIGN_OR_RETURN(std::string gen_text, read_text_file(gen_path));
+    json g = json::parse(gen_text, nullptr, false);
+    if (g.is_discarded() || !g.is_object()) return Status::Error(gen_path + ": not a valid JSON object");
+    FieldReader f(g, gen_path);
+    f.ids("eos_token_id", c.eos_token_ids);
+    f.integer("bos_token_id", c.bos_token_id, false);
+    DI_RETURN_IF_ERROR(f.status());
+  }
+  return c;
+}
+
+}  // namespace deepinfer

@@ -1,0 +1,173 @@
+#include "model/deepseek/model.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "model/deepseek/router.h"
+
+namespace deepinfer {
+namespace {
+
+void add_into(float* x, const float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+template <typename T>
+T* sized(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<DeepseekModel>> DeepseekModel::Load(const std::string& model_dir, Backend& backend) {
+  DI_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::Load(model_dir));
+  DI_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(model_dir));
+  DI_ASSIGN_OR_RETURN(auto weights, DeepseekWeights::Bind(ckpt, config, model_dir));
+  return std::unique_ptr<DeepseekModel>(
+      new DeepseekModel(std::move(config), std::move(ckpt), std::move(weights), backend));
+}
+
+DeepseekModel::DeepseekModel(ModelConfig c, Checkpoint ckpt, std::unique_ptr<DeepseekWeights> w, Backend& backend)
+    : config_(std::move(c)), ckpt_(std::move(ckpt)), weights_(std::move(w)), backend_(backend),
+      rope_(make_yarn_rope(config_)) {
+  info_.architecture = config_.architecture;
+  info_.vocab_size = config_.vocab_size;
+  info_.n_layers = config_.num_hidden_layers;
+  info_.max_position_embeddings = config_.max_position_embeddings;
+  info_.kv_lora_rank = config_.kv_lora_rank;
+  info_.qk_rope_head_dim = config_.qk_rope_head_dim;
+  info_.eos_token_ids = config_.eos_token_ids;
+  info_.bos_token_id = config_.bos_token_id;
+  info_.n_params = weights_->n_params;
+  info_.n_weight_bytes = weights_->n_bytes;
+}
+
+void DeepseekModel::forward(const ForwardBatch& b, const KvCacheView& kv, float* logits) {
+  const ModelConfig& c = config_;
+  const int64_t n = int64_t(b.n_rows()), d = c.hidden_size;
+  DI_CHECK(kv.layer_base.size() == size_t(c.num_hidden_layers));
+  DI_CHECK(kv.layout.kv_lora_rank == c.kv_lora_rank && kv.layout.qk_rope_head_dim == c.qk_rope_head_dim);
+  DI_CHECK(b.positions.size() == b.n_rows());
+  for (int64_t r = 0; r < n; ++r) {
+    DI_CHECK(b.token_ids[size_t(r)] >= 0 && b.token_ids[size_t(r)] < c.vocab_size);
+    DI_CHECK(b.positions[size_t(r)] >= 0 && b.positions[size_t(r)] < c.max_position_embeddings);
+  }
+  if (n == 0) return;
+
+  float* x = sized(s_.x, size_t(n * d));
+  float* h = sized(s_.h, size_t(n * d));
+  float* tmp = sized(s_.tmp, size_t(n * d));
+  backend_.embed({&weights_->embed, b.token_ids.data(), n, x});
+
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    const LayerWeights& L = weights_->layers[size_t(l)];
+    backend_.rms_norm({x, d, h, d, n, d, L.input_norm.data(), float(c.rms_norm_eps)});
+    attention(l, b, kv, h, tmp);
+    add_into(x, tmp, size_t(n * d));
+    backend_.rms_norm({x, d, h, d, n, d, L.post_attn_norm.data(), float(c.rms_norm_eps)});
+    if (L.is_moe) moe(L.moe, h, n, tmp);
+    else dense_mlp(L.mlp, h, n, c.intermediate_size, tmp);
+    add_into(x, tmp, size_t(n * d));
+  }
+
+  const int64_t n_out = int64_t(b.logit_rows.size());
+  for (int64_t i = 0; i < n_out; ++i) {
+    const int32_t row = b.logit_rows[size_t(i)];
+    DI_CHECK(row >= 0 && row < n);
+    backend_.rms_norm({x + row * d, d, h + i * d, d, 1, d, weights_->final_norm.data(), float(c.rms_norm_eps)});
+  }
+  backend_.linear({h, d, n_out, &weights_->lm_head, logits, c.vocab_size});
+}
+
+void DeepseekModel::attention(int layer, const ForwardBatch& b, const KvCacheView& kv, const float* h, float* out) {
+  const ModelConfig& c = config_;
+  const MlaWeights& a = weights_->layers[size_t(layer)].attn;
+  const int64_t n = int64_t(b.n_rows()), d = c.hidden_size, H = c.num_attention_heads;
+  const int64_t qk = c.qk_head_dim(), lat = c.kv_lora_rank, rd = c.qk_rope_head_dim;
+  const float eps = float(c.rms_norm_eps);
+
+  float* q = sized(s_.q, size_t(n * H * qk));
+  if (c.q_lora_rank > 0) {
+    float* q_a = sized(s_.q_a, size_t(n * c.q_lora_rank));
+    backend_.linear({h, d, n, &a.q_a_proj, q_a, c.q_lora_rank});
+    backend_.rms_norm({q_a, c.q_lora_rank, q_a, c.q_lora_rank, n, c.q_lora_rank, a.q_a_norm.data(), eps});
+    backend_.linear({q_a, c.q_lora_rank, n, &a.q_b_proj, q, H * qk});
+  } else {
+    backend_.linear({h, d, n, &a.q_proj, q, H * qk});
+  }
+  float* kv_a = sized(s_.kv_a, size_t(n * (lat + rd)));
+  backend_.linear({h, d, n, &a.kv_a_proj, kv_a, lat + rd});
+  float* latent = sized(s_.latent, size_t(n * lat));
+  backend_.rms_norm({kv_a, lat + rd, latent, lat, n, lat, a.kv_a_norm.data(), eps});
+
+  const int32_t* pos = b.positions.data();
+  backend_.rope({kv_a + lat, lat + rd, 0, n, 1, int(rd), pos, rope_.inv_freq.data(), rope_.cos_sin_scale});
+  backend_.rope({q + c.qk_nope_head_dim, H * qk, qk, n, int(H), int(rd), pos, rope_.inv_freq.data(), rope_.cos_sin_scale});
+
+  uint8_t* cache = kv.layer_base[size_t(layer)];
+  backend_.mla_kv_store({latent, lat, kv_a + lat, lat + rd, &b, cache, kv.layout, kv.block_size});
+
+  float* q_latent = sized(s_.q_latent, size_t(n * H * lat));
+  backend_.mla_absorb_query({q, H * qk, qk, n, &a.kv_b_proj, int(H), c.qk_nope_head_dim, c.v_head_dim, q_latent});
+  float* o_latent = sized(s_.o_latent, size_t(n * H * lat));
+  backend_.mla_attention({q_latent, q + c.qk_nope_head_dim, H * qk, qk, o_latent, int(H), rope_.softmax_scale, &b,
+                          cache, kv.layout, kv.block_size});
+  float* o = sized(s_.o, size_t(n * H * c.v_head_dim));
+  backend_.mla_project_value({o_latent, n, &a.kv_b_proj, int(H), c.qk_nope_head_dim, c.v_head_dim, o});
+  backend_.linear({o, H * c.v_head_dim, n, &a.o_proj, out, d});
+}
+
+void DeepseekModel::dense_mlp(const MlpWeights& w, const float* h, int64_t n, int64_t inter, float* out) {
+  const int64_t d = config_.hidden_size;
+  float* gate_up = sized(s_.gate_up, size_t(n * 2 * inter));
+  backend_.linear({h, d, n, &w.gate, gate_up, 2 * inter});
+  backend_.linear({h, d, n, &w.up, gate_up + inter, 2 * inter});
+  float* act = sized(s_.act, size_t(n * inter));
+  backend_.silu_mul({gate_up, 2 * inter, act, inter, n, inter});
+  backend_.linear({act, inter, n, &w.down, out, d});
+}
+
+void DeepseekModel::moe(const MoeWeights& w, const float* h, int64_t n, float* out) {
+  const ModelConfig& c = config_;
+  const int64_t d = c.hidden_size, E = c.n_routed_experts, k = c.num_experts_per_tok;
+  float* logits = sized(s_.router_logits, size_t(n * E));
+  backend_.linear({h, d, n, &w.router, logits, E});
+
+  // Rows routed to each expert, in row order, with their weights.
+  std::vector<std::vector<std::pair<int64_t, float>>> routed(static_cast<size_t>(E));
+  std::vector<int32_t> ids(static_cast<size_t>(k));
+  std::vector<float> weights(static_cast<size_t>(k));
+  const float* bias = w.router_bias.empty() ? nullptr : w.router_bias.data();
+  for (int64_t r = 0; r < n; ++r) {
+    route_token(c, logits + r * E, bias, ids.data(), weights.data());
+    for (int64_t i = 0; i < k; ++i) routed[size_t(ids[size_t(i)])].emplace_back(r, weights[size_t(i)]);
+  }
+
+  // Each row sums its experts' outputs in increasing expert id, whatever the batch.
+  float* acc = sized(s_.moe_acc, size_t(n * d));
+  std::fill_n(acc, n * d, 0.0f);
+  for (int64_t e = 0; e < E; ++e) {
+    const auto& rows = routed[size_t(e)];
+    if (rows.empty()) continue;
+    const int64_t m = int64_t(rows.size());
+    float* in = sized(s_.expert_in, size_t(m * d));
+    for (int64_t i = 0; i < m; ++i) std::copy_n(h + rows[size_t(i)].first * d, d, in + i * d);
+    float* res = sized(s_.expert_out, size_t(m * d));
+    dense_mlp(w.experts[size_t(e)], in, m, c.moe_intermediate_size, res);
+    for (int64_t i = 0; i < m; ++i) {
+      const float wt = rows[size_t(i)].second;
+      float* dst = acc + rows[size_t(i)].first * d;
+      const float* src = res + i * d;
+      for (int64_t j = 0; j < d; ++j) dst[j] += src[j] * wt;
+    }
+  }
+  if (w.has_shared) {
+    dense_mlp(w.shared, h, n, int64_t(c.n_shared_experts) * c.moe_intermediate_size, out);
+    for (int64_t i = 0; i < n * d; ++i) out[i] = acc[i] + out[i];
+  } else {
+    std::copy_n(acc, n * d, out);
+  }
+}
+
+}  // namespace deepinfer

@@ -1,0 +1,50 @@
+// DeepseekModel: DeepSeek-V2/V3 (MLA + DeepSeekMoE) forward pass on a Backend, in f32 with
+// weights dequantized in the kernels. MLA runs absorbed: the cache holds only the normalized
+// latent and the roped key part per token and layer.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "model/causal_lm.h"
+#include "model/config.h"
+#include "model/deepseek/weights.h"
+#include "model/deepseek/yarn_rope.h"
+#include "model/safetensors.h"
+
+namespace deepinfer {
+
+class DeepseekModel final : public CausalLM {
+ public:
+  static Result<std::unique_ptr<DeepseekModel>> Load(const std::string& model_dir, Backend& backend);
+
+  const CausalLMInfo& info() const override { return info_; }
+  void forward(const ForwardBatch& batch, const KvCacheView& kv, float* logits) override;
+
+  const ModelConfig& config() const { return config_; }
+  const DeepseekWeights& weights() const { return *weights_; }
+
+ private:
+  DeepseekModel(ModelConfig c, Checkpoint ckpt, std::unique_ptr<DeepseekWeights> w, Backend& backend);
+
+  // Each stage reads and writes the scratch buffers below; n = batch rows.
+  void attention(int layer, const ForwardBatch& batch, const KvCacheView& kv, const float* h, float* out);
+  void dense_mlp(const MlpWeights& w, const float* h, int64_t n, int64_t inter, float* out);
+  void moe(const MoeWeights& w, const float* h, int64_t n, float* out);
+
+  ModelConfig config_;
+  Checkpoint ckpt_;  // owns the mappings the weights point into
+  std::unique_ptr<DeepseekWeights> weights_;
+  Backend& backend_;
+  YarnRope rope_;
+  CausalLMInfo info_;
+
+  struct Scratch {  // reused across steps; sized on demand
+    std::vector<float> x, h, q_a, q, kv_a, latent, q_latent, o_latent, o, tmp, gate_up, act, router_logits,
+        expert_in, expert_out, moe_acc;
+  } s_;
+};
+
+}  // namespace deepinfer

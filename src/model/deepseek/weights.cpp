@@ -1,0 +1,160 @@
+#include "model/deepseek/weights.h"
+
+#include <cstring>
+
+namespace deepinfer {
+
+class WeightBinder {
+ public:
+  WeightBinder(const Checkpoint& ckpt, const ModelConfig& c, const std::string& dir, DeepseekWeights& w)
+      : ckpt_(ckpt), c_(c), dir_(dir), w_(w) {}
+
+  const Status& status() const { return status_; }
+
+  LinearWeight linear(const std::string& name, int64_t n_out, int64_t n_in) {
+    LinearWeight lw;
+    const TensorView* t = get(name, {n_out, n_in});
+    if (!t) return lw;
+    lw.n_out = n_out;
+    lw.n_in = n_in;
+    lw.dtype = t->dtype;
+    lw.data = aligned(*t);
+    if (t->dtype == DType::F8_E4M3) {
+      if (!c_.fp8.enabled) {
+        fail(*t->file + ": tensor '" + name + "' is F8_E4M3 but config.json has no fp8 quantization_config");
+        return lw;
+      }
+      lw.block_rows = c_.fp8.block_rows;
+      lw.block_cols = c_.fp8.block_cols;
+      const int64_t rows = (n_out + lw.block_rows - 1) / lw.block_rows, cols = (n_in + lw.block_cols - 1) / lw.block_cols;
+      const TensorView* s = get(name + "_scale_inv", {rows, cols});
+      if (!s) return lw;
+      if (s->dtype != DType::F32) {
+        fail(*s->file + ": tensor '" + s->name + "' must be F32, is " + std::string(dtype_name(s->dtype)));
+        return lw;
+      }
+      lw.scale_inv = static_cast<const float*>(aligned(*s));
+      count(*s);
+    }
+    count(*t);
+    return lw;
+  }
+
+  std::vector<float> vec(const std::string& name, int64_t n) {
+    const TensorView* t = get(name, {n});
+    if (!t) return {};
+    if (t->dtype == DType::F8_E4M3) {
+      fail(*t->file + ": tensor '" + name + "' must be F32, F16 or BF16, is F8_E4M3");
+      return {};
+    }
+    std::vector<float> out(static_cast<size_t>(n));
+    LinearWeight as_row{t->dtype, aligned(*t), 1, n, nullptr, 128, 128};
+    for (int64_t i = 0; i < n; ++i) out[size_t(i)] = element(as_row, i);
+    count(*t);
+    return out;
+  }
+
+  MlpWeights mlp(const std::string& prefix, int64_t hidden, int64_t inter) {
+    MlpWeights m;
+    m.gate = linear(prefix + "gate_proj.weight", inter, hidden);
+    m.up = linear(prefix + "up_proj.weight", inter, hidden);
+    m.down = linear(prefix + "down_proj.weight", hidden, inter);
+    return m;
+  }
+
+  void fail(const std::string& message) {
+    if (status_.ok()) status_ = Status::Error(message);
+  }
+
+ private:
+  const TensorView* get(const std::string& name, const std::vector<int64_t>& shape) {
+    if (!status_.ok()) return nullptr;
+    const TensorView* t = ckpt_.find(name);
+    if (!t) {
+      fail(dir_ + ": tensor '" + name + "' is missing from the checkpoint");
+      return nullptr;
+    }
+    if (t->shape != shape) {
+      TensorView want;
+      want.shape = shape;
+      fail(*t->file + ": tensor '" + name + "' has shape " + t->shape_str() + ", expected " + want.shape_str() +
+           " from config.json");
+      return nullptr;
+    }
+    return t;
+  }
+
+  // Kernels read elements with natural alignment; the format does not promise it.
+  const void* aligned(const TensorView& t) {
+    if (reinterpret_cast<uintptr_t>(t.data) % dtype_size(t.dtype) == 0) return t.data;
+    auto& copy = w_.realigned_.emplace_back(t.data, t.data + t.n_bytes);
+    return copy.data();
+  }
+
+  static float element(const LinearWeight& w, int64_t i) {
+    switch (w.dtype) {
+      case DType::F32: return static_cast<const float*>(w.data)[i];
+      case DType::BF16: return bf16_to_f32(static_cast<const uint16_t*>(w.data)[i]);
+      case DType::F16: return f16_to_f32(static_cast<const uint16_t*>(w.data)[i]);
+      default: return 0.0f;
+    }
+  }
+
+  void count(const TensorView& t) {
+    if (t.dtype != DType::F32 || t.name.find("_scale_inv") == std::string::npos) w_.n_params += size_t(t.numel());
+    w_.n_bytes += t.n_bytes;
+  }
+
+  const Checkpoint& ckpt_;
+  const ModelConfig& c_;
+  const std::string& dir_;
+  DeepseekWeights& w_;
+  Status status_;
+};
+
+Result<std::unique_ptr<DeepseekWeights>> DeepseekWeights::Bind(const Checkpoint& ckpt, const ModelConfig& c,
+                                                               const std::string& model_dir) {
+  auto w = std::make_unique<DeepseekWeights>();
+  WeightBinder b(ckpt, c, model_dir, *w);
+  const int64_t d = c.hidden_size, H = c.num_attention_heads;
+  w->embed = b.linear("model.embed_tokens.weight", c.vocab_size, d);
+  for (int i = 0; i < c.num_hidden_layers && b.status().ok(); ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    LayerWeights& L = w->layers.emplace_back();
+    L.input_norm = b.vec(p + "input_layernorm.weight", d);
+    L.post_attn_norm = b.vec(p + "post_attention_layernorm.weight", d);
+    MlaWeights& a = L.attn;
+    if (c.q_lora_rank > 0) {
+      a.q_a_proj = b.linear(p + "self_attn.q_a_proj.weight", c.q_lora_rank, d);
+      a.q_a_norm = b.vec(p + "self_attn.q_a_layernorm.weight", c.q_lora_rank);
+      a.q_b_proj = b.linear(p + "self_attn.q_b_proj.weight", H * c.qk_head_dim(), c.q_lora_rank);
+    } else {
+      a.q_proj = b.linear(p + "self_attn.q_proj.weight", H * c.qk_head_dim(), d);
+    }
+    a.kv_a_proj = b.linear(p + "self_attn.kv_a_proj_with_mqa.weight", c.kv_lora_rank + c.qk_rope_head_dim, d);
+    a.kv_a_norm = b.vec(p + "self_attn.kv_a_layernorm.weight", c.kv_lora_rank);
+    a.kv_b_proj = b.linear(p + "self_attn.kv_b_proj.weight", H * (c.qk_nope_head_dim + c.v_head_dim), c.kv_lora_rank);
+    a.o_proj = b.linear(p + "self_attn.o_proj.weight", d, H * c.v_head_dim);
+
+    L.is_moe = c.is_moe_layer(i);
+    if (!L.is_moe) {
+      L.mlp = b.mlp(p + "mlp.", d, c.intermediate_size);
+      continue;
+    }
+    MoeWeights& m = L.moe;
+    m.router = b.linear(p + "mlp.gate.weight", c.n_routed_experts, d);
+    if (c.topk_method == TopkMethod::kNoauxTc)
+      m.router_bias = b.vec(p + "mlp.gate.e_score_correction_bias", c.n_routed_experts);
+    for (int e = 0; e < c.n_routed_experts && b.status().ok(); ++e)
+      m.experts.push_back(b.mlp(p + "mlp.experts." + std::to_string(e) + ".", d, c.moe_intermediate_size));
+    m.has_shared = c.n_shared_experts > 0;
+    if (m.has_shared) m.shared = b.mlp(p + "mlp.shared_experts.", d, int64_t(c.n_shared_experts) * c.moe_intermediate_size);
+  }
+  w->final_norm = b.vec("model.norm.weight", d);
+  if (c.tie_word_embeddings) w->lm_head = w->embed;
+  else w->lm_head = b.linear("lm_head.weight", c.vocab_size, d);
+  if (!b.status().ok()) return b.status();
+  return w;
+}
+
+}  // namespace deepinfer

@@ -1,0 +1,68 @@
+// The tensors of a DeepSeek-V2/V3 checkpoint, bound by Hugging Face name to typed views, with
+// every shape and dtype checked against the config. Linear weights stay in the checkpoint's
+// mapping in stored precision; only norm vectors and router biases are converted to f32.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "model/config.h"
+#include "model/safetensors.h"
+
+namespace deepinfer {
+
+struct MlpWeights {  // SwiGLU: down(silu(gate(x)) * up(x))
+  LinearWeight gate;  // [intermediate, hidden]
+  LinearWeight up;    // [intermediate, hidden]
+  LinearWeight down;  // [hidden, intermediate]
+};
+
+struct MlaWeights {
+  LinearWeight q_proj;          // [heads * qk_head_dim, hidden]       when q_lora_rank == 0
+  LinearWeight q_a_proj;        // [q_lora_rank, hidden]                otherwise
+  std::vector<float> q_a_norm;  // [q_lora_rank]
+  LinearWeight q_b_proj;        // [heads * qk_head_dim, q_lora_rank]
+  LinearWeight kv_a_proj;       // [kv_lora_rank + qk_rope_head_dim, hidden]
+  std::vector<float> kv_a_norm; // [kv_lora_rank]
+  LinearWeight kv_b_proj;       // [heads * (qk_nope_head_dim + v_head_dim), kv_lora_rank]
+  LinearWeight o_proj;          // [hidden, heads * v_head_dim]
+};
+
+struct MoeWeights {
+  LinearWeight router;             // [n_routed_experts, hidden]  (mlp.gate.weight)
+  std::vector<float> router_bias;  // [n_routed_experts] e_score_correction_bias, or empty
+  std::vector<MlpWeights> experts; // [n_routed_experts], each moe_intermediate_size wide
+  bool has_shared = false;
+  MlpWeights shared;               // n_shared_experts * moe_intermediate_size wide
+};
+
+struct LayerWeights {
+  std::vector<float> input_norm;      // [hidden]
+  std::vector<float> post_attn_norm;  // [hidden]
+  MlaWeights attn;
+  bool is_moe = false;
+  MlpWeights mlp;  // dense layers
+  MoeWeights moe;  // MoE layers
+};
+
+struct DeepseekWeights {
+  LinearWeight embed;         // [vocab, hidden]; rows looked up
+  std::vector<LayerWeights> layers;
+  std::vector<float> final_norm;  // [hidden]
+  LinearWeight lm_head;       // [vocab, hidden] (the embedding when tied)
+  size_t n_params = 0;        // parameters bound (MTP layers excluded)
+  size_t n_bytes = 0;         // their bytes in stored precision
+
+  // Checks and binds every tensor; errors name the file and tensor.
+  static Result<std::unique_ptr<DeepseekWeights>> Bind(const Checkpoint& ckpt, const ModelConfig& c,
+                                                       const std::string& model_dir);
+
+ private:
+  std::deque<std::vector<uint8_t>> realigned_;  // copies of tensors stored at unaligned offsets
+  friend class WeightBinder;
+};
+
+}  // namespace deepinfer

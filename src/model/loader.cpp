@@ -1,0 +1,29 @@
+#include "model/loader.h"
+
+#include <cstdio>
+
+#include "model/deepseek/model.h"
+
+namespace deepinfer {
+
+Result<std::unique_ptr<CausalLM>> load_causal_lm(const std::string& model_dir, Backend& backend) {
+  DI_ASSIGN_OR_RETURN(auto model, DeepseekModel::Load(model_dir, backend));
+  return std::unique_ptr<CausalLM>(std::move(model));
+}
+
+std::string describe_causal_lm(const CausalLM& model) {
+  const CausalLMInfo& i = model.info();
+  char buf[512];
+  auto kv_bytes = [&](DType t) {
+    return MlaCacheLayout{t, i.kv_lora_rank, i.qk_rope_head_dim}.bytes_per_token() * size_t(i.n_layers);
+  };
+  std::snprintf(buf, sizeof buf,
+                "%s: %.3fB parameters, %.2f GiB of weights, %d layers, vocab %d, context %d; "
+                "KV cache bytes per token: %zu (bf16), %zu (fp8), %zu (f32)",
+                i.architecture.c_str(), double(i.n_params) / 1e9, double(i.n_weight_bytes) / (1u << 30), i.n_layers,
+                i.vocab_size, i.max_position_embeddings, kv_bytes(DType::BF16), kv_bytes(DType::F8_E4M3),
+                kv_bytes(DType::F32));
+  return buf;
+}
+
+}  // namespace deepinfer
