@@ -18,11 +18,11 @@ void embed(const EmbedParams& p) {
 }
 
 void linear(const LinearParams& p) {
+  if (p.m == 0) return;
   DI_CHECK(p.w != nullptr && p.x != nullptr && p.y != nullptr);
   DI_CHECK(p.ldx >= p.w->n_in && p.ldy >= p.w->n_out && p.m >= 0);
   DI_CHECK(p.w->dtype != DType::F8_E4M3 || p.w->scale_inv != nullptr);
   const LinearWeight& w = *p.w;
-  if (p.m == 0) return;
 #pragma omp parallel
   {
     std::vector<float> row(size_t(w.n_in));

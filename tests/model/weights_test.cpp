@@ -1,0 +1,96 @@
+// Binding checkpoint tensors to the model: the fixtures load, and broken checkpoints fail with
+// a message naming the file and the tensor.
+#include "model/deepseek/weights.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/mapped_file.h"
+#include "model/deepseek/model.h"
+#include "safetensors_writer.h"
+
+namespace deepinfer {
+namespace {
+
+struct FakeTensor {
+  std::string name, dtype;
+  std::vector<int64_t> shape;
+};
+
+// A safetensors image of zero-filled tensors.
+std::string image_of(const std::vector<FakeTensor>& tensors) {
+  nlohmann::json header = nlohmann::json::object();
+  size_t offset = 0;
+  for (const auto& t : tensors) {
+    size_t n = t.dtype == "F8_E4M3" ? 1 : t.dtype == "F32" ? 4 : 2;
+    for (int64_t d : t.shape) n *= size_t(d);
+    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + n}}};
+    offset += n;
+  }
+  return testing::safetensors_image(header.dump(), std::string(offset, '\0'));
+}
+
+std::string load_error(const std::string& config_fixture, const std::vector<FakeTensor>& tensors) {
+  testing::TempDir dir("weights");
+  testing::write_file(dir.path() / "config.json",
+                      read_text_file("tests/data/models/" + config_fixture + "/config.json").value());
+  testing::write_file(dir.path() / "model.safetensors", image_of(tensors));
+  auto m = DeepseekModel::Load(dir.path().string(), cpu_backend());
+  EXPECT_FALSE(m.ok());
+  return m.ok() ? "" : m.status().message();
+}
+
+TEST(DeepseekWeights, FixturesLoadWithTheirSizes) {
+  for (const char* name : {"tiny-v3", "tiny-v3-fp8", "tiny-v2"}) {
+    auto m = DeepseekModel::Load(std::string("tests/data/models/") + name, cpu_backend());
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    EXPECT_GT((*m)->info().n_params, 3'000'000u) << name;
+    EXPECT_EQ((*m)->info().n_layers, 3);
+    EXPECT_EQ((*m)->weights().layers.size(), 3u);
+    EXPECT_TRUE((*m)->weights().layers[1].is_moe);
+    EXPECT_EQ((*m)->weights().layers[1].moe.experts.size(), 16u);
+  }
+  auto fp8 = DeepseekModel::Load("tests/data/models/tiny-v3-fp8", cpu_backend());
+  EXPECT_EQ((*fp8)->weights().layers[0].attn.o_proj.dtype, DType::F8_E4M3);
+  EXPECT_NE((*fp8)->weights().layers[0].attn.o_proj.scale_inv, nullptr);
+}
+
+TEST(DeepseekWeights, MissingTensorIsNamed) {
+  const std::string e = load_error("tiny-v3", {{"model.embed_tokens.weight", "BF16", {1024, 256}}});
+  EXPECT_NE(e.find("tensor 'model.layers.0.input_layernorm.weight' is missing"), std::string::npos) << e;
+}
+
+TEST(DeepseekWeights, MisshapenTensorIsNamedWithBothShapes) {
+  const std::string e = load_error("tiny-v3", {{"model.embed_tokens.weight", "BF16", {1024, 128}}});
+  EXPECT_NE(e.find("model.safetensors: tensor 'model.embed_tokens.weight' has shape [1024, 128], expected [1024, 256]"),
+            std::string::npos)
+      << e;
+}
+
+TEST(DeepseekWeights, Fp8NeedsQuantizationConfigAndScales) {
+  const std::vector<FakeTensor> head = {{"model.embed_tokens.weight", "BF16", {1024, 256}},
+                                        {"model.layers.0.input_layernorm.weight", "BF16", {256}},
+                                        {"model.layers.0.post_attention_layernorm.weight", "BF16", {256}},
+                                        {"model.layers.0.self_attn.q_a_proj.weight", "F8_E4M3", {192, 256}}};
+  const std::string no_config = load_error("tiny-v3", head);
+  EXPECT_NE(no_config.find("'model.layers.0.self_attn.q_a_proj.weight' is F8_E4M3 but config.json has no fp8"),
+            std::string::npos)
+      << no_config;
+  const std::string no_scale = load_error("tiny-v3-fp8", head);
+  EXPECT_NE(no_scale.find("'model.layers.0.self_attn.q_a_proj.weight_scale_inv' is missing"), std::string::npos)
+      << no_scale;
+  auto with_bad_scale = head;
+  with_bad_scale.push_back({"model.layers.0.self_attn.q_a_proj.weight_scale_inv", "F32", {1, 2}});
+  const std::string bad_scale = load_error("tiny-v3-fp8", with_bad_scale);
+  EXPECT_NE(bad_scale.find("has shape [1, 2], expected [2, 2]"), std::string::npos) << bad_scale;
+}
+
+TEST(DeepseekWeights, NormsMustNotBeFp8) {
+  const std::string e = load_error("tiny-v3-fp8", {{"model.embed_tokens.weight", "BF16", {1024, 256}},
+                                                   {"model.layers.0.input_layernorm.weight", "F8_E4M3", {256}}});
+  EXPECT_NE(e.find("'model.layers.0.input_layernorm.weight' must be F32, F16 or BF16"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace deepinfer
