@@ -1,0 +1,74 @@
+// OpenAI request bodies (/v1/completions, /v1/chat/completions) parsed into native types, with
+// every field type- and range-checked. A bad field gives an ApiError naming it (`param`).
+// Unknown fields are ignored, as OpenAI clients send extras.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/sampling_params.h"
+
+namespace deepinfer {
+
+// An error in OpenAI's shape: {"error": {"message", "type", "param", "code"}}.
+struct ApiError {
+  int status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+  std::string param;  // empty: null
+  std::string code;   // empty: null
+  nlohmann::json to_json() const;
+};
+
+template <typename T>
+using ApiResult = std::variant<T, ApiError>;
+
+struct RequestLimits {
+  int max_n = 16;                 // samples per prompt
+  int max_stop_strings = 16;
+  size_t max_stop_bytes = 512;    // each stop string
+  int max_prompts = 256;          // prompts in one /v1/completions request
+  int max_logit_bias = 2048;      // entries
+  int vocab_size = 0;             // token ids must be below this
+};
+
+// What both endpoints share.
+struct GenerationOptions {
+  std::string model;
+  bool stream = false;
+  bool include_usage = false;      // stream_options.include_usage
+  SamplingParams sampling;         // max_tokens 0: up to the context
+  std::vector<std::string> stop;   // stop strings
+  std::string user;
+};
+
+struct PromptInput {
+  bool is_text = true;
+  std::string text;                // when is_text
+  std::vector<int32_t> ids;        // otherwise
+};
+
+struct CompletionRequest {
+  GenerationOptions options;
+  std::vector<PromptInput> prompts;
+  bool echo = false;
+};
+
+struct ChatRequest {
+  GenerationOptions options;
+  nlohmann::json messages;              // normalized: content is a string (text parts joined) or null
+  nlohmann::json tools;                 // array or null
+  std::string tool_choice = "auto";     // auto, none, required, function
+  std::string tool_choice_function;     // for "function"
+  nlohmann::json chat_template_kwargs = nlohmann::json::object();
+  bool add_generation_prompt = true;
+};
+
+ApiResult<CompletionRequest> parse_completion_request(const nlohmann::json& body, const RequestLimits& limits);
+ApiResult<ChatRequest> parse_chat_request(const nlohmann::json& body, const RequestLimits& limits);
+
+}  // namespace deepinfer

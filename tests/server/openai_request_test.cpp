@@ -1,0 +1,138 @@
+// Parsing OpenAI request bodies: accepted shapes (from the OpenAI API reference for
+// /v1/completions and /v1/chat/completions) and a 400 naming the field for each bad one.
+#include "server/openai_request.h"
+
+#include <gtest/gtest.h>
+
+namespace deepinfer {
+namespace {
+
+using nlohmann::json;
+
+RequestLimits limits() {
+  RequestLimits l;
+  l.vocab_size = 1000;
+  return l;
+}
+
+template <typename T>
+const T& ok(const ApiResult<T>& r) {
+  if (std::holds_alternative<ApiError>(r)) ADD_FAILURE() << std::get<ApiError>(r).message;
+  return std::get<T>(r);
+}
+
+template <typename T>
+ApiError err(const ApiResult<T>& r) {
+  EXPECT_TRUE(std::holds_alternative<ApiError>(r));
+  return std::holds_alternative<ApiError>(r) ? std::get<ApiError>(r) : ApiError{};
+}
+
+TEST(CompletionRequest, PromptShapes) {
+  auto one = ok(parse_completion_request(json{{"prompt", "hi"}}, limits()));
+  ASSERT_EQ(one.prompts.size(), 1u);
+  EXPECT_TRUE(one.prompts[0].is_text);
+  EXPECT_EQ(one.options.sampling.max_tokens, 16);  // OpenAI default for completions
+  auto many = ok(parse_completion_request(json{{"prompt", {"a", "b"}}}, limits()));
+  EXPECT_EQ(many.prompts.size(), 2u);
+  auto ids = ok(parse_completion_request(json{{"prompt", {1, 2, 3}}}, limits()));
+  ASSERT_EQ(ids.prompts.size(), 1u);
+  EXPECT_EQ(ids.prompts[0].ids, (std::vector<int32_t>{1, 2, 3}));
+  auto lists = ok(parse_completion_request(json{{"prompt", {{1, 2}, {3}}}}, limits()));
+  EXPECT_EQ(lists.prompts.size(), 2u);
+}
+
+TEST(CompletionRequest, SamplingFieldsAndStops) {
+  json body = {{"prompt", "x"}, {"temperature", 0.5}, {"top_p", 0.9}, {"top_k", 40}, {"max_tokens", 7}, {"n", 3},
+               {"seed", 11}, {"stop", {"a", "b"}}, {"logprobs", 2}, {"echo", true},
+               {"logit_bias", {{"5", -100}}}, {"stream", true}, {"stream_options", {{"include_usage", true}}},
+               {"some_unknown_field", {1, 2}}};
+  auto r = ok(parse_completion_request(body, limits()));
+  EXPECT_FLOAT_EQ(r.options.sampling.temperature, 0.5f);
+  EXPECT_EQ(r.options.sampling.top_k, 40);
+  EXPECT_EQ(r.options.sampling.max_tokens, 7);
+  EXPECT_EQ(r.options.sampling.n, 3);
+  EXPECT_EQ(*r.options.sampling.seed, 11u);
+  EXPECT_EQ(r.options.stop, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(r.options.sampling.top_logprobs, 2);
+  EXPECT_TRUE(r.echo);
+  EXPECT_TRUE(r.options.stream && r.options.include_usage);
+  ASSERT_EQ(r.options.sampling.logit_bias.size(), 1u);
+  EXPECT_EQ(r.options.sampling.logit_bias[0].first, 5);
+}
+
+TEST(CompletionRequest, Errors) {
+  EXPECT_EQ(err(parse_completion_request(json::array(), limits())).status, 400);
+  EXPECT_EQ(err(parse_completion_request(json{{"max_tokens", 5}}, limits())).param, "prompt");
+  EXPECT_EQ(err(parse_completion_request(json{{"prompt", {1, 5000}}}, limits())).param, "prompt");
+  EXPECT_EQ(err(parse_completion_request(json{{"prompt", {1, -2}}}, limits())).param, "prompt");
+  EXPECT_EQ(err(parse_completion_request(json{{"prompt", json::array()}}, limits())).param, "prompt");
+  EXPECT_EQ(err(parse_completion_request(json{{"prompt", 5}}, limits())).param, "prompt");
+  EXPECT_EQ(err(parse_completion_request(json{{"prompt", "x"}, {"temperature", "hot"}}, limits())).param, "temperature");
+  EXPECT_EQ(err(parse_completion_request(json{{"prompt", "x"}, {"temperature", -1}}, limits())).param, "temperature");
+  EXPECT_EQ(err(parse_completion_request(json{{"prompt", "x"}, {"max_tokens", -5}}, limits())).param, "max_tokens");
+  EXPECT_EQ(err(parse_completion_request(json{{"prompt", "x"}, {"max_tokens", 1e300}}, limits())).param, "max_tokens");
+  EXPECT_EQ(err(parse_completion_request(json{{"prompt", "x"}, {"n", 1000}}, limits())).param, "n");
+  EXPECT_EQ(err(parse_completion_request(json{{"prompt", "x"}, {"suffix", "y"}}, limits())).param, "suffix");
+  EXPECT_EQ(err(parse_completion_request(json{{"prompt", "x"}, {"logprobs", 50}}, limits())).param, "logprobs");
+  EXPECT_EQ(err(parse_completion_request(json{{"prompt", "x"}, {"logit_bias", {{"abc", 1}}}}, limits())).param,
+            "logit_bias");
+  EXPECT_EQ(err(parse_completion_request(json{{"prompt", "x"}, {"logit_bias", {{"3", 500}}}}, limits())).param,
+            "logit_bias");
+  json many_stops = {{"prompt", "x"}, {"stop", std::vector<std::string>(5000, "s")}};
+  EXPECT_EQ(err(parse_completion_request(many_stops, limits())).param, "stop");
+  json long_stop = {{"prompt", "x"}, {"stop", std::string(100000, 'a')}};
+  EXPECT_EQ(err(parse_completion_request(long_stop, limits())).param, "stop");
+  EXPECT_EQ(err(parse_completion_request(json{{"prompt", "x"}, {"stream", "yes"}}, limits())).param, "stream");
+}
+
+TEST(ChatRequest, MessagesAndTools) {
+  json body = {{"messages",
+                {{{"role", "developer"}, {"content", "be brief"}},
+                 {{"role", "user"}, {"content", {{{"type", "text"}, {"text", "a"}}, {{"type", "text"}, {"text", "b"}}}}},
+                 {{"role", "assistant"},
+                  {"content", nullptr},
+                  {"tool_calls", {{{"id", "c1"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", "{}"}}}}}}},
+                 {{"role", "tool"}, {"tool_call_id", "c1"}, {"content", "42"}}}},
+               {"tools", {{{"type", "function"}, {"function", {{"name", "f"}, {"parameters", json::object()}}}}}},
+               {"tool_choice", {{"type", "function"}, {"function", {{"name", "f"}}}}},
+               {"max_completion_tokens", 9},
+               {"logprobs", true},
+               {"top_logprobs", 3},
+               {"chat_template_kwargs", {{"thinking", true}}}};
+  auto r = ok(parse_chat_request(body, limits()));
+  EXPECT_EQ(r.messages[0]["role"], "system");
+  EXPECT_EQ(r.messages[1]["content"], "a\nb");
+  EXPECT_TRUE(r.messages[2]["content"].is_null());
+  EXPECT_EQ(r.tool_choice, "function");
+  EXPECT_EQ(r.tool_choice_function, "f");
+  EXPECT_EQ(r.options.sampling.max_tokens, 9);
+  EXPECT_EQ(r.options.sampling.top_logprobs, 3);
+  EXPECT_EQ(r.chat_template_kwargs["thinking"], true);
+}
+
+TEST(ChatRequest, Errors) {
+  EXPECT_EQ(err(parse_chat_request(json{{"messages", json::array()}}, limits())).param, "messages");
+  EXPECT_EQ(err(parse_chat_request(json{{"messages", {{{"role", "wizard"}, {"content", "x"}}}}}, limits())).param,
+            "messages");
+  EXPECT_EQ(err(parse_chat_request(json{{"messages", {{{"role", "user"}}}}}, limits())).param, "messages");
+  EXPECT_EQ(err(parse_chat_request(
+                    json{{"messages", {{{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", "x"}}}}}}}},
+                    limits()))
+                .param,
+            "messages");
+  const json msgs = {{{"role", "user"}, {"content", "x"}}};
+  EXPECT_EQ(err(parse_chat_request(json{{"messages", msgs}, {"tool_choice", "required"}}, limits())).param, "tool_choice");
+  EXPECT_EQ(err(parse_chat_request(json{{"messages", msgs}, {"tools", "f"}}, limits())).param, "tools");
+  EXPECT_EQ(err(parse_chat_request(json{{"messages", msgs}, {"top_logprobs", 3}}, limits())).param, "top_logprobs");
+  EXPECT_EQ(err(parse_chat_request(json{{"messages", msgs}, {"top_logprobs", 30}, {"logprobs", true}}, limits())).param,
+            "top_logprobs");
+  EXPECT_EQ(err(parse_chat_request(json{{"messages", msgs}, {"chat_template_kwargs", 3}}, limits())).param,
+            "chat_template_kwargs");
+  const ApiError e = err(parse_chat_request(json{{"messages", msgs}, {"response_format", {{"type", "json_object"}}}}, limits()));
+  EXPECT_EQ(e.to_json()["error"]["param"], "response_format");
+  EXPECT_EQ(e.to_json()["error"]["type"], "invalid_request_error");
+  EXPECT_TRUE(e.to_json()["error"]["code"].is_null());
+}
+
+}  // namespace
+}  // namespace deepinfer
