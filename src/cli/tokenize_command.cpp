@@ -1,0 +1,123 @@
+// `deepinfer tokenize` and `deepinfer detokenize`: JSON lines in, JSON lines out, one output line
+// per non-blank input line.
+//   tokenize --model DIR [--add-special-tokens]:   {"text": "..."}  ->  {"ids": [...]}
+//   detokenize --model DIR [--skip-special-tokens]: {"ids": [...]}  ->  {"text": "..."}
+// A line that cannot be handled gets {"error": "..."} and the rest continue; the exit code is 1
+// if any line failed (2 if the tokenizer cannot be loaded).
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+#include <string>
+
+#include "cli/commands.h"
+#include "tokenizer/tokenizer.h"
+
+namespace deepinfer::cli {
+namespace {
+
+using json = nlohmann::json;
+
+struct Options {
+  std::string model_dir;
+  bool special_tokens = false;  // tokenize: add them; detokenize: skip them
+};
+
+void write_line(const json& value) {
+  std::cout << value.dump(-1, ' ', false, json::error_handler_t::replace) << '\n' << std::flush;
+}
+
+bool blank(const std::string& line) {
+  return line.find_first_not_of(" \t\r") == std::string::npos;
+}
+
+// Reads stdin line by line; `handle` turns a parsed line into the output object or an error.
+template <typename Handle>
+int for_each_line(const std::string& model_dir, Handle handle) {
+  auto tokenizer = Tokenizer::Load(model_dir);
+  if (!tokenizer.ok()) {
+    std::cerr << "error: " << tokenizer.status().message() << '\n';
+    return 2;
+  }
+  std::ios::sync_with_stdio(false);
+  bool failed = false;
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (blank(line)) continue;
+    const json input = json::parse(line, nullptr, false);
+    Result<json> output = input.is_discarded() ? Result<json>(Status::Error("input line is not valid JSON"))
+                                               : handle(*tokenizer, input);
+    if (output.ok()) {
+      write_line(*output);
+    } else {
+      failed = true;
+      write_line(json{{"error", output.status().message()}});
+    }
+  }
+  return failed ? 1 : 0;
+}
+
+Result<json> tokenize_line(const Tokenizer& tokenizer, const json& input, bool add_special_tokens) {
+  auto text = input.is_object() ? input.find("text") : input.end();
+  if (!input.is_object() || text == input.end() || !text->is_string()) {
+    return Status::Error("expected {\"text\": \"...\"}");
+  }
+  DI_ASSIGN_OR_RETURN(std::vector<int32_t> ids,
+                      tokenizer.encode(text->get_ref<const std::string&>(), add_special_tokens));
+  return json{{"ids", ids}};
+}
+
+Result<json> detokenize_line(const Tokenizer& tokenizer, const json& input, bool skip_special_tokens) {
+  auto ids_field = input.is_object() ? input.find("ids") : input.end();
+  if (!input.is_object() || ids_field == input.end() || !ids_field->is_array()) {
+    return Status::Error("expected {\"ids\": [...]}");
+  }
+  std::vector<int32_t> ids;
+  ids.reserve(ids_field->size());
+  for (const json& id : *ids_field) {
+    if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
+      return Status::Error("ids must be non-negative integers, got " + id.dump());
+    }
+    ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
+  }
+  DI_ASSIGN_OR_RETURN(std::string text, tokenizer.decode(ids, skip_special_tokens));
+  return json{{"text", text}};
+}
+
+void add_tokenize_commands(CLI::App& app, Runner& run) {
+  auto tokenize_options = std::make_shared<Options>();
+  CLI::App* tokenize = app.add_subcommand(
+      "tokenize", "Encode JSON lines {\"text\": ...} from stdin into {\"ids\": [...]} lines");
+  tokenize->add_option("--model", tokenize_options->model_dir, "Checkpoint folder with tokenizer.json")
+      ->required();
+  tokenize->add_flag("--add-special-tokens", tokenize_options->special_tokens,
+                     "Add BOS/EOS as the tokenizer's configuration says");
+  tokenize->callback([&run, tokenize_options] {
+    run = [tokenize_options] {
+      const bool add = tokenize_options->special_tokens;
+      return for_each_line(tokenize_options->model_dir, [add](const Tokenizer& t, const json& in) {
+        return tokenize_line(t, in, add);
+      });
+    };
+  });
+
+  auto detokenize_options = std::make_shared<Options>();
+  CLI::App* detokenize = app.add_subcommand(
+      "detokenize", "Decode JSON lines {\"ids\": [...]} from stdin into {\"text\": ...} lines");
+  detokenize->add_option("--model", detokenize_options->model_dir, "Checkpoint folder with tokenizer.json")
+      ->required();
+  detokenize->add_flag("--skip-special-tokens", detokenize_options->special_tokens,
+                       "Leave special tokens out of the text");
+  detokenize->callback([&run, detokenize_options] {
+    run = [detokenize_options] {
+      const bool skip = detokenize_options->special_tokens;
+      return for_each_line(detokenize_options->model_dir, [skip](const Tokenizer& t, const json& in) {
+        return detokenize_line(t, in, skip);
+      });
+    };
+  });
+}
+
+const bool kRegistered = register_command(&add_tokenize_commands);
+
+}  // namespace
+}  // namespace deepinfer::cli

@@ -1,0 +1,41 @@
+// Normalizer: the "normalizer" of tokenizer.json, applied to each stretch of input text between
+// added tokens before pre-tokenization. Supported: Sequence, NFC, NFD, NFKC, NFKD, Lowercase,
+// Prepend, Replace (string or regex), Strip. Unicode normalization and case mapping use ICU.
+// Immutable after construction; apply() is thread-safe.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "tokenizer/regex.h"
+
+namespace deepinfer {
+
+class Normalizer {
+ public:
+  // `config` is the "normalizer" value of tokenizer.json (null means no normalization).
+  static Result<Normalizer> FromJson(const nlohmann::json& config);
+
+  bool empty() const { return steps_.empty(); }
+  // Rewrites `text` (valid UTF-8) in place.
+  Status apply(std::string& text) const;
+
+ private:
+  enum class Kind { kNfc, kNfd, kNfkc, kNfkd, kLowercase, kPrepend, kReplace, kStrip };
+  struct Step {
+    Kind kind;
+    std::string content;                  // Prepend: the prefix; Replace: the replacement
+    std::shared_ptr<const Regex> pattern;  // Replace
+    bool strip_left = false, strip_right = false;  // Strip
+  };
+  static Status unicode_normalize(std::string& text, Kind kind);
+  static Status add_steps(const nlohmann::json& config, const std::string& where,
+                          std::vector<Step>& steps);
+  std::vector<Step> steps_;
+};
+
+}  // namespace deepinfer
