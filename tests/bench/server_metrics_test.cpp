@@ -1,0 +1,35 @@
+#include "bench/server_metrics.h"
+
+#include <gtest/gtest.h>
+
+namespace deepinfer::bench {
+namespace {
+
+TEST(ServerMetricsTest, ReadsVllmStyleCountersAndGauges) {
+  const ServerMetrics m = parse_server_metrics(
+      "# HELP vllm:kv_cache_usage_perc KV-cache usage. 1 means 100 percent usage.\n"
+      "# TYPE vllm:kv_cache_usage_perc gauge\n"
+      "vllm:kv_cache_usage_perc{engine=\"0\",model_name=\"m\"} 0.25\n"
+      "vllm:kv_cache_usage_perc{engine=\"1\",model_name=\"m\"} 0.75\n"
+      "vllm:prefix_cache_queries_total{engine=\"0\",model_name=\"m\"} 1000.0\n"
+      "vllm:prefix_cache_queries_total{engine=\"1\",model_name=\"m\"} 500.0\n"
+      "vllm:prefix_cache_queries_created{engine=\"0\",model_name=\"m\"} 1.7e9\n"
+      "vllm:prefix_cache_hits_total{engine=\"0\",model_name=\"m\"} 600\n"
+      "vllm:num_requests_running{engine=\"0\"} 3\n");
+  EXPECT_DOUBLE_EQ(*m.kv_usage, 0.5);  // ratios average over label sets
+  EXPECT_DOUBLE_EQ(*m.prefix_queries, 1500);  // counters add up
+  EXPECT_DOUBLE_EQ(*m.prefix_hits, 600);
+  EXPECT_FALSE(m.prefix_hit_rate);
+}
+
+TEST(ServerMetricsTest, ReadsOtherEnginesNames) {
+  const ServerMetrics sglang = parse_server_metrics("sglang:token_usage{model_name=\"m\"} 0.1\nsglang:cache_hit_rate 0.4 1700000000\n");
+  EXPECT_DOUBLE_EQ(*sglang.kv_usage, 0.1);
+  EXPECT_DOUBLE_EQ(*sglang.prefix_hit_rate, 0.4);
+  const ServerMetrics llama = parse_server_metrics("llamacpp:kv_cache_usage_ratio 0.3\n");
+  EXPECT_DOUBLE_EQ(*llama.kv_usage, 0.3);
+  EXPECT_TRUE(parse_server_metrics("# nothing\nprocess_cpu_seconds_total 12\ngarbage line\nvllm:kv_cache_usage_perc NaN\n").empty());
+}
+
+}  // namespace
+}  // namespace deepinfer::bench
