@@ -23,7 +23,7 @@ void WordText::append(std::string& out, int64_t n_tokens, Rng& rng) {
     out += ' ';
     out += word(rng);
     --left;
-    if (left == 0) break;
+    if (left < 2) continue;  // a mark needs a word after it: pieces end with a word
     const uint64_t r = rng.next() % 24;
     if (r < 2) {
       out += '.';

@@ -1,8 +1,8 @@
 // WordText: prompt text of an exact token length, made of real words.
 //
-// Every piece of text it makes starts with a space and is a run of " word" units, some followed
-// by "." or ","; under the DeepSeek-V3 tokenizer each unit and each mark is exactly one token and
-// no token spans two pieces, so pieces can be concatenated and their lengths add up (see
+// Every piece of text it makes starts with a space and ends with a word: a run of " word" units,
+// some followed by "." or ","; under the DeepSeek-V3 tokenizer each unit and each mark is exactly
+// one token and no token spans two pieces, so pieces can be concatenated and their lengths add up (see
 // bench/serving/make_word_list.py, which chose the words, and tests/bench/test_prompt_lengths.py).
 // With another tokenizer lengths are close, not exact. Stateless; thread-safe.
 #pragma once

@@ -24,6 +24,9 @@ namespace {
 using bench::Distribution;
 using nlohmann::json;
 
+constexpr uint64_t kRunSeedStream = 0x72756e;     // "run"
+constexpr uint64_t kWarmupSeedStream = 0x7761726d;  // "warm"
+
 struct ServeArgs {
   std::string base_url;
   std::string model;
@@ -38,6 +41,7 @@ struct ServeArgs {
   std::string trace;
   bool trace_timing = false;
   double trace_speed = 1;
+  int64_t trace_block_len = 512;
   std::vector<int64_t> concurrency;
   std::vector<double> request_rates;
   std::string arrival = "poisson";
@@ -110,6 +114,7 @@ Result<bench::WorkloadOptions> workload_options(const ServeArgs& a) {
   w.system_len = a.system_len;
   w.trace_path = a.trace;
   w.trace_speed = a.trace_speed;
+  w.trace_block_len = a.trace_block_len;
   if (w.kind == "replay" && a.n_requests == 200 && !a.trace.empty()) w.n_conversations = 0;  // default: all
   return w;
 }
@@ -201,8 +206,13 @@ int run_serve(const ServeArgs& a) {
   if (args.concurrency.empty() && args.request_rates.empty() && !args.trace_timing) args.concurrency = {8};
   const std::vector<RunPoint> points = run_points(args, base);
 
+  // Each run sends its own prompts (seed derived from --seed and the run's position), so the
+  // server's prefix cache does not carry over from one run of a sweep to the next.
+  auto run_seed = [&](size_t point) { return bench::Rng::Derive(a.seed, kRunSeedStream, point).next(); };
   if (!a.dump_workload.empty()) {
-    auto workload = bench::make_workload(*options);
+    bench::WorkloadOptions w = *options;
+    w.seed = run_seed(0);
+    auto workload = bench::make_workload(w);
     if (!workload.ok()) return fail(workload.status());
     Status s = dump_workload(**workload, a.dump_workload);
     return s.ok() ? 0 : fail(s);
@@ -215,13 +225,14 @@ int run_serve(const ServeArgs& a) {
   }
   json runs = json::array();
   std::vector<bench::RunReport> reports;
-  for (size_t i = 0; i < points.size() + (a.warmup > 0 ? 1 : 0); ++i) {
-    const bool warmup = a.warmup > 0 && i == 0;
-    const RunPoint& point = points[warmup ? 0 : i - (a.warmup > 0 ? 1 : 0)];
-    // Each run sends its own prompts (seed derived from --seed and the run's position), so the
-    // server's prefix cache does not carry over from one run of a sweep to the next.
+  // With --warmup, step 0 warms up at the first point's load; the points follow.
+  const size_t first_point_step = a.warmup > 0 ? 1 : 0;
+  for (size_t step = 0; step < points.size() + first_point_step; ++step) {
+    const bool warmup = step < first_point_step;
+    const size_t point_index = warmup ? 0 : step - first_point_step;
+    const RunPoint& point = points[point_index];
     bench::WorkloadOptions w = *options;
-    w.seed = bench::Rng::Derive(a.seed, 0x72756e, i).next();
+    w.seed = warmup ? bench::Rng::Derive(a.seed, kWarmupSeedStream).next() : run_seed(point_index);
     if (warmup) {
       w.n_conversations = a.warmup;
     } else if (a.requests_per_user > 0 && point.load.mode == bench::LoadOptions::Mode::kConcurrency) {
@@ -288,6 +299,7 @@ void add_serve(CLI::App& bench, Runner& run) {
   cmd->add_option("--trace", a->trace, "replay: JSON-lines trace file");
   cmd->add_flag("--trace-timing", a->trace_timing, "replay: send at the trace's timestamps (a run of its own)");
   cmd->add_option("--trace-speed", a->trace_speed, "replay: time compression of --trace-timing")->capture_default_str();
+  cmd->add_option("--trace-block-len", a->trace_block_len, "replay: tokens per hash_ids block")->capture_default_str();
   cmd->add_option("--concurrency", a->concurrency, "Conversations in progress; a list sweeps, e.g. 8,16,32,64,128,256")
       ->delimiter(',');
   cmd->add_option("--request-rate", a->request_rates, "Conversations started per second; a list sweeps")->delimiter(',');
