@@ -63,6 +63,24 @@ TEST(PrefixCache, HashesAreChainedOverThePrefix) {
   EXPECT_EQ(kv.n_prefix_hit_tokens(b), 0);
 }
 
+TEST(PrefixCache, ABlockIsOnlyReusedAfterTheSamePrefix) {
+  // b's second block has the tokens of c's second block, after a different first block: its KV
+  // (computed over a different prefix) must not be reused.
+  KvCacheManager kv(16, kBlock, kinds(1), true);
+  const std::vector<int32_t> x = {1, 2, 3, 4}, z = {5, 6, 7, 8}, w = {9, 10, 11, 12};
+  auto cat = [](std::vector<int32_t> a, const std::vector<int32_t>& b) {
+    a.insert(a.end(), b.begin(), b.end());
+    a.push_back(0);
+    return a;
+  };
+  Sequence a = make_seq(0, cat(x, z));
+  Sequence c = make_seq(1, cat(z, w));
+  admit_and_compute(kv, a);
+  admit_and_compute(kv, c);
+  Sequence b = make_seq(2, cat(x, w));
+  EXPECT_EQ(kv.n_prefix_hit_tokens(b), 4);
+}
+
 TEST(PrefixCache, PartialBlocksAreNotCached) {
   KvCacheManager kv(16, kBlock, kinds(1), true);
   Sequence a = make_seq(0, iota_tokens(7));

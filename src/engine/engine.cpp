@@ -1,0 +1,91 @@
+#include "engine/engine.h"
+
+#include <cstdio>
+
+namespace deepinfer {
+
+CompletedRequest RequestHandle::wait() {
+  CompletedRequest done;
+  done.request_id = id_;
+  while (auto update = stream_->next()) {
+    if (size_t(update->sample_index) >= done.samples.size()) done.samples.resize(size_t(update->sample_index) + 1);
+    CompletedSample& s = done.samples[size_t(update->sample_index)];
+    s.token_ids.insert(s.token_ids.end(), update->token_ids.begin(), update->token_ids.end());
+    s.logprobs.insert(s.logprobs.end(), update->logprobs.begin(), update->logprobs.end());
+    if (update->finished()) s.finish_reason = update->finish_reason;
+    done.n_prompt_tokens = update->n_prompt_tokens;
+    done.n_cached_tokens = update->n_cached_tokens;
+    done.timing = update->timing;
+  }
+  return done;
+}
+
+Result<std::unique_ptr<Engine>> Engine::create(std::unique_ptr<CausalLM> model, const EngineOptions& options) {
+  DI_ASSIGN_OR_RETURN(auto core, EngineCore::create(*model, options));
+  std::fprintf(stderr, "%s; max model length %d\n", core->kv_cache_info().describe().c_str(), core->max_model_len());
+  return std::unique_ptr<Engine>(new Engine(std::move(model), std::move(core)));
+}
+
+Engine::Engine(std::unique_ptr<CausalLM> model, std::unique_ptr<EngineCore> core)
+    : model_(std::move(model)), core_(std::move(core)), stats_(core_->stats()), thread_([this] { loop(); }) {}
+
+Engine::~Engine() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+Result<RequestHandle> Engine::submit(Request request, std::function<void()> on_output) {
+  DI_RETURN_IF_ERROR(core_->validate(request));
+  auto stream = std::make_shared<OutputStream>(request.params.n);
+  if (on_output) stream->set_notify(std::move(on_output));
+  uint64_t id = 0;
+  {
+    std::lock_guard lock(mu_);
+    id = next_id_++;
+    inbox_.push_back({id, std::move(request), stream, RequestTiming::Clock::now()});
+  }
+  wake_.notify_all();
+  return RequestHandle(id, std::move(stream));
+}
+
+void Engine::abort(uint64_t request_id) {
+  {
+    std::lock_guard lock(mu_);
+    aborts_.push_back(request_id);
+  }
+  wake_.notify_all();
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+void Engine::loop() {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    wake_.wait(lock, [&] { return stopping_ || !inbox_.empty() || !aborts_.empty() || core_->has_work(); });
+    std::vector<Submitted> inbox = std::move(inbox_);
+    std::vector<uint64_t> aborts = std::move(aborts_);
+    inbox_.clear();
+    aborts_.clear();
+    const bool stopping = stopping_;
+    lock.unlock();
+    for (Submitted& s : inbox) core_->add(s.id, std::move(s.request), std::move(s.stream), s.arrival);
+    for (uint64_t id : aborts) core_->abort(id);
+    if (stopping) {
+      core_->finish_all(FinishReason::kError);
+      return;
+    }
+    if (core_->has_work()) core_->step();
+    const EngineStats stats = core_->stats();
+    lock.lock();
+    stats_ = stats;
+  }
+}
+
+}  // namespace deepinfer

@@ -1,0 +1,215 @@
+#include "engine/engine_core.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+#include "engine/latent_kind.h"
+
+namespace deepinfer {
+
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+bool contains(const std::vector<int32_t>& ids, int32_t id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); }
+
+std::vector<std::unique_ptr<KvKind>> latent_kinds(int block_size) {
+  std::vector<std::unique_ptr<KvKind>> kinds;
+  kinds.push_back(std::make_unique<LatentKind>(block_size));
+  return kinds;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<EngineCore>> EngineCore::create(CausalLM& model, const EngineOptions& options) {
+  DI_RETURN_IF_ERROR(options.validate());
+  DI_ASSIGN_OR_RETURN(const size_t budget, options.kv_cache_budget());
+  const CausalLMInfo& info = model.info();
+  const MlaCacheLayout layout{options.kv_cache_dtype, info.kv_lora_rank, info.qk_rope_head_dim};
+  DI_ASSIGN_OR_RETURN(auto cache, KvCache::create(layout, info.n_layers, options.block_size, budget));
+  return std::unique_ptr<EngineCore>(new EngineCore(model, options, std::move(cache)));
+}
+
+EngineCore::EngineCore(CausalLM& model, const EngineOptions& options, std::unique_ptr<KvCache> cache)
+    : model_(model),
+      options_(options),
+      cache_(std::move(cache)),
+      kv_(cache_->info().n_blocks, options.block_size, latent_kinds(options.block_size), options.enable_prefix_caching),
+      scheduler_({options.max_num_batched_tokens, options.max_num_seqs}, kv_),
+      runner_(model, *cache_),
+      sampler_(model.info().vocab_size),
+      max_model_len_(kv_.max_tokens_per_sequence()) {
+  if (model.info().max_position_embeddings > 0) max_model_len_ = std::min(max_model_len_, model.info().max_position_embeddings);
+  if (options.max_model_len > 0) max_model_len_ = std::min(max_model_len_, options.max_model_len);
+}
+
+Status EngineCore::validate(const Request& request) const {
+  const int vocab = model_.info().vocab_size;
+  const int n_prompt = int(request.prompt_token_ids.size());
+  if (n_prompt == 0) return Status::Error("the prompt is empty");
+  for (int i = 0; i < n_prompt; ++i) {
+    const int32_t id = request.prompt_token_ids[size_t(i)];
+    if (id < 0 || id >= vocab) {
+      return Status::Error("prompt token " + std::to_string(i) + " (id " + std::to_string(id) +
+                           ") is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+    }
+  }
+  DI_RETURN_IF_ERROR(request.params.validate(vocab));
+  if (request.params.n > options_.max_num_seqs) {
+    return Status::Error("n = " + std::to_string(request.params.n) + " exceeds max-num-seqs (" +
+                         std::to_string(options_.max_num_seqs) + ")");
+  }
+  if (n_prompt >= max_model_len_) {
+    return Status::Error("the prompt has " + std::to_string(n_prompt) + " tokens; the limit is " +
+                         std::to_string(max_model_len_ - 1) + " (max model length " + std::to_string(max_model_len_) +
+                         ", including output)");
+  }
+  if (n_prompt + request.params.max_tokens > max_model_len_) {
+    return Status::Error("prompt (" + std::to_string(n_prompt) + " tokens) + max_tokens (" +
+                         std::to_string(request.params.max_tokens) + ") exceeds the max model length of " +
+                         std::to_string(max_model_len_));
+  }
+  return Status::Ok();
+}
+
+void EngineCore::add(uint64_t request_id, Request request, std::shared_ptr<OutputStream> stream,
+                     RequestTiming::Clock::time_point arrival) {
+  RequestState r;
+  const SamplingParams& p = request.params;
+  r.seed = p.seed.value_or(splitmix64(options_.seed ^ splitmix64(request_id)));
+  r.max_tokens = p.max_tokens > 0 ? p.max_tokens : max_model_len_ - int(request.prompt_token_ids.size());
+  r.timing.arrival = arrival;
+  r.stream = std::move(stream);
+  auto seq = std::make_unique<Sequence>(next_seq_id_++, request_id, 0, request.priority, request_id,
+                                        request.prompt_token_ids, 1, p.n - 1);
+  r.request = std::move(request);
+  r.live.push_back(&scheduler_.add(std::move(seq)));
+  DI_CHECK(requests_.emplace(request_id, std::move(r)).second);
+}
+
+void EngineCore::step() {
+  const SchedulerOutput out = scheduler_.schedule();
+  DI_CHECK(!out.chunks.empty());
+  const std::span<const float> logits = runner_.execute(out);
+  scheduler_.update(out);
+  ++n_steps_;
+  n_computed_tokens_ += uint64_t(out.n_tokens());
+
+  const auto now = RequestTiming::Clock::now();
+  const size_t vocab = size_t(model_.info().vocab_size);
+  size_t row = 0;
+  for (const ScheduledChunk& c : out.chunks) {
+    Sequence& seq = *c.seq;
+    const uint64_t request_id = seq.request_id();
+    RequestState& r = requests_.at(request_id);
+    if (r.timing.first_scheduled == RequestTiming::Clock::time_point{}) {
+      r.timing.first_scheduled = now;
+      r.n_cached_tokens = seq.n_cached_prompt();
+    }
+    if (!c.sample) continue;
+    const auto row_logits = logits.subspan(row++ * vocab, vocab);
+    // A first token for every sample: fork the samples still to come from this one.
+    std::vector<Sequence*> samples = {&seq};
+    while (seq.n_pending_forks() > 0) {
+      const int index = r.request.params.n - seq.n_pending_forks();
+      Sequence& child = scheduler_.fork(seq, next_seq_id_++, index);
+      r.live.push_back(&child);
+      samples.push_back(&child);
+    }
+    for (Sequence* s : samples) {
+      emit(r, *s,
+           sampler_.sample(row_logits, r.request.params, s->tokens(), s->n_prompt(), model_.info().eos_token_ids,
+                           r.seed, s->sample_index()),
+           now);
+    }
+    if (r.live.empty()) requests_.erase(request_id);
+  }
+}
+
+void EngineCore::emit(RequestState& r, Sequence& seq, SampledToken sampled, RequestTiming::Clock::time_point now) {
+  seq.append_token(sampled.token);
+  ++n_generated_tokens_;
+  if (r.timing.first_token == RequestTiming::Clock::time_point{}) r.timing.first_token = now;
+  RequestOutput out;
+  out.request_id = seq.request_id();
+  out.sample_index = seq.sample_index();
+  out.token_ids = {sampled.token};
+  if (r.request.params.wants_logprobs()) out.logprobs.push_back({sampled.logprob, std::move(sampled.top)});
+  out.n_prompt_tokens = seq.n_prompt();
+  out.n_cached_tokens = r.n_cached_tokens;
+  out.finish_reason = stop_reason(r, seq);
+  if (out.finished()) finish_sample(r, seq, out.finish_reason, now);
+  out.timing = r.timing;
+  r.stream->push(std::move(out));
+}
+
+FinishReason EngineCore::stop_reason(const RequestState& r, const Sequence& seq) const {
+  const SamplingParams& p = r.request.params;
+  const int32_t last = seq.tokens().back();
+  if (!p.ignore_eos && contains(model_.info().eos_token_ids, last)) return FinishReason::kStop;
+  if (contains(p.stop_token_ids, last)) return FinishReason::kStop;
+  if (seq.n_output() >= r.max_tokens) return FinishReason::kLength;
+  return FinishReason::kNone;
+}
+
+void EngineCore::finish_sample(RequestState& r, Sequence& seq, FinishReason reason,
+                               RequestTiming::Clock::time_point now) {
+  r.live.erase(std::find(r.live.begin(), r.live.end(), &seq));
+  scheduler_.finish(seq, reason);
+  if (r.live.empty()) r.timing.finished = now;
+}
+
+void EngineCore::abort(uint64_t request_id) {
+  auto it = requests_.find(request_id);
+  if (it != requests_.end()) finish_request(it, FinishReason::kAbort);
+}
+
+void EngineCore::finish_all(FinishReason reason) {
+  while (!requests_.empty()) finish_request(requests_.begin(), reason);
+}
+
+void EngineCore::finish_request(std::map<uint64_t, RequestState>::iterator it, FinishReason reason) {
+  RequestState& r = it->second;
+  const auto now = RequestTiming::Clock::now();
+  // Samples not forked yet finish too: the stream expects params.n last updates.
+  int n_unforked = 0;
+  for (const Sequence* s : r.live) n_unforked += s->n_pending_forks();
+  std::vector<int> indices;
+  for (const Sequence* s : r.live) indices.push_back(s->sample_index());
+  for (int i = 0; i < n_unforked; ++i) indices.push_back(r.request.params.n - n_unforked + i);
+  while (!r.live.empty()) finish_sample(r, *r.live.back(), reason, now);
+  for (int index : indices) {
+    RequestOutput out;
+    out.request_id = it->first;
+    out.sample_index = index;
+    out.finish_reason = reason;
+    out.n_prompt_tokens = int(r.request.prompt_token_ids.size());
+    out.n_cached_tokens = r.n_cached_tokens;
+    out.timing = r.timing;
+    r.stream->push(std::move(out));
+  }
+  requests_.erase(it);
+}
+
+EngineStats EngineCore::stats() const {
+  EngineStats s;
+  s.n_waiting = scheduler_.n_waiting();
+  s.n_running = scheduler_.n_running();
+  s.n_kv_blocks = kv_.pool().n_blocks();
+  s.n_kv_blocks_free = kv_.pool().n_free();
+  s.kv_usage = kv_.usage();
+  s.n_prefix_query_tokens = kv_.prefix_stats().n_query_tokens;
+  s.n_prefix_hit_tokens = kv_.prefix_stats().n_hit_tokens;
+  s.n_preemptions = scheduler_.n_preemptions();
+  s.n_steps = n_steps_;
+  s.n_computed_tokens = n_computed_tokens_;
+  s.n_generated_tokens = n_generated_tokens_;
+  return s;
+}
+
+}  // namespace deepinfer

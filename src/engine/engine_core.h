@@ -1,0 +1,100 @@
+// EngineCore: the engine's step loop body, single-threaded and synchronous: requests in,
+// schedule -> forward -> sample -> outputs, one step per call. Engine (engine.h) runs it on its
+// own thread; tests and offline benchmarks may drive it directly.
+//
+// Requests are validated up front (validate()): token ids in the vocabulary, sampling
+// parameters in range, prompt + max_tokens within max_model_len (which is capped by what the
+// KV cache can hold for one sequence). A validated request always completes: capacity
+// shortfalls only delay it (the scheduler preempts and recomputes), nothing is dropped.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "engine/engine_options.h"
+#include "engine/kv_cache.h"
+#include "engine/kv_cache_manager.h"
+#include "engine/model_runner.h"
+#include "engine/output_stream.h"
+#include "engine/request.h"
+#include "engine/sampler.h"
+#include "engine/scheduler.h"
+#include "model/causal_lm.h"
+
+namespace deepinfer {
+
+// A snapshot for metrics. Token counts are totals since start.
+struct EngineStats {
+  int n_waiting = 0;                  // sequences waiting, including preempted ones
+  int n_running = 0;
+  int n_kv_blocks = 0;
+  int n_kv_blocks_free = 0;           // includes cached blocks nobody holds
+  double kv_usage = 0.0;              // fraction of blocks held by sequences
+  uint64_t n_prefix_query_tokens = 0; // tokens of admitted sequences
+  uint64_t n_prefix_hit_tokens = 0;   // of those, served by the prefix cache
+  uint64_t n_preemptions = 0;
+  uint64_t n_steps = 0;
+  uint64_t n_computed_tokens = 0;     // tokens run through the model (prefill and decode)
+  uint64_t n_generated_tokens = 0;    // tokens sampled
+};
+
+class EngineCore {
+ public:
+  // Allocates the KV cache from options.kv_cache_budget() for `model` (which must outlive this).
+  static Result<std::unique_ptr<EngineCore>> create(CausalLM& model, const EngineOptions& options);
+
+  const KvCacheInfo& kv_cache_info() const { return cache_->info(); }
+  int max_model_len() const { return max_model_len_; }
+  const CausalLMInfo& model_info() const { return model_.info(); }
+
+  // Whether `request` can run here; the message names the offending field. Thread-safe.
+  Status validate(const Request& request) const;
+  // Takes a validated request; its updates go to `stream` (made for params.n samples).
+  void add(uint64_t request_id, Request request, std::shared_ptr<OutputStream> stream,
+           RequestTiming::Clock::time_point arrival);
+  // Finishes every sample of the request with kAbort and frees its blocks; unknown ids are ignored.
+  void abort(uint64_t request_id);
+  // Finishes every unfinished request with `reason` (engine shutdown).
+  void finish_all(FinishReason reason);
+
+  bool has_work() const { return scheduler_.has_work(); }
+  // One step. Precondition: has_work().
+  void step();
+  EngineStats stats() const;
+
+ private:
+  struct RequestState {
+    Request request;
+    std::shared_ptr<OutputStream> stream;
+    uint64_t seed = 0;
+    int max_tokens = 0;                 // resolved: params.max_tokens or what max_model_len leaves
+    int n_cached_tokens = 0;
+    RequestTiming timing;
+    std::vector<Sequence*> live;        // unfinished samples
+  };
+
+  EngineCore(CausalLM& model, const EngineOptions& options, std::unique_ptr<KvCache> cache);
+  // Appends a sampled token to seq, finishes seq if it should stop, and pushes the update.
+  void emit(RequestState& r, Sequence& seq, SampledToken sampled, RequestTiming::Clock::time_point now);
+  FinishReason stop_reason(const RequestState& r, const Sequence& seq) const;
+  // Finishes one sample: frees its blocks and drops it from r.live (seq is destroyed).
+  void finish_sample(RequestState& r, Sequence& seq, FinishReason reason, RequestTiming::Clock::time_point now);
+  // Finishes every live sample of a request with `reason`, pushes their last updates, forgets it.
+  void finish_request(std::map<uint64_t, RequestState>::iterator it, FinishReason reason);
+
+  CausalLM& model_;
+  EngineOptions options_;
+  std::unique_ptr<KvCache> cache_;
+  KvCacheManager kv_;
+  Scheduler scheduler_;
+  ModelRunner runner_;
+  Sampler sampler_;
+  int max_model_len_;
+  std::map<uint64_t, RequestState> requests_;
+  int64_t next_seq_id_ = 0;
+  uint64_t n_steps_ = 0, n_computed_tokens_ = 0, n_generated_tokens_ = 0;
+};
+
+}  // namespace deepinfer

@@ -1,0 +1,33 @@
+#include "engine/model_runner.h"
+
+#include "core/check.h"
+
+namespace deepinfer {
+
+ModelRunner::ModelRunner(CausalLM& model, KvCache& cache) : model_(model), cache_(cache) {}
+
+std::span<const float> ModelRunner::execute(const SchedulerOutput& out) {
+  cache_.copy_blocks(out.block_copies);
+  batch_.token_ids.clear();
+  batch_.positions.clear();
+  batch_.seqs.clear();
+  batch_.logit_rows.clear();
+  for (const ScheduledChunk& c : out.chunks) {
+    const Sequence& seq = *c.seq;
+    const int32_t row_begin = int32_t(batch_.token_ids.size());
+    const int begin = seq.n_computed(), end = begin + c.n_new;
+    DI_CHECK(seq.block_tables().size() == 1);  // the MLA latent is the only kind a model has today
+    for (int p = begin; p < end; ++p) {
+      batch_.token_ids.push_back(seq.tokens()[size_t(p)]);
+      batch_.positions.push_back(p);
+    }
+    batch_.seqs.push_back({row_begin, c.n_new, end, seq.block_tables()[0].data()});
+    if (c.sample) batch_.logit_rows.push_back(row_begin + c.n_new - 1);
+  }
+  const size_t vocab = size_t(model_.info().vocab_size);
+  logits_.resize(batch_.logit_rows.size() * vocab);
+  model_.forward(batch_, cache_.view(), logits_.data());
+  return logits_;
+}
+
+}  // namespace deepinfer

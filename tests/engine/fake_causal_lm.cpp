@@ -1,0 +1,104 @@
+#include "fake_causal_lm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+
+#include "core/check.h"
+
+namespace deepinfer::test {
+
+namespace {
+
+constexpr int32_t kMagic = 0x5EC7;
+
+struct Record {
+  int32_t token, position, layer, magic;
+};
+
+uint64_t mix(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+uint8_t* slot(const KvCacheView& kv, int layer, const int32_t* block_table, int position) {
+  const int32_t block = block_table[position / kv.block_size];
+  DI_CHECK(block >= 0 && block < kv.num_blocks);
+  return kv.layer_base[size_t(layer)] +
+         (size_t(block) * size_t(kv.block_size) + size_t(position % kv.block_size)) * kv.layout.bytes_per_token();
+}
+
+void logits_from_hash(uint64_t h, std::span<float> logits) {
+  for (size_t v = 0; v < logits.size(); ++v) {
+    logits[v] = float(mix(h ^ (v * 0x9E3779B97F4A7C15ull)) >> 40) * (8.0f / float(1 << 24)) - 4.0f;
+  }
+}
+
+uint64_t absorb(uint64_t h, int32_t token) { return mix(h + uint64_t(uint32_t(token)) + 0x632BE59BD9B4E019ull); }
+
+}  // namespace
+
+FakeCausalLM::FakeCausalLM(int vocab_size, int n_layers, std::vector<int32_t> eos) {
+  info_.architecture = "FakeForCausalLM";
+  info_.vocab_size = vocab_size;
+  info_.n_layers = n_layers;
+  info_.max_position_embeddings = 4096;
+  info_.kv_lora_rank = 8;
+  info_.qk_rope_head_dim = 4;
+  info_.eos_token_ids = std::move(eos);
+}
+
+void FakeCausalLM::reference_logits(std::span<const int32_t> tokens, std::span<float> logits) {
+  uint64_t h = 0;
+  for (int32_t t : tokens) h = absorb(h, t);
+  logits_from_hash(h, logits);
+}
+
+void FakeCausalLM::forward(const ForwardBatch& batch, const KvCacheView& kv, float* logits) {
+  DI_CHECK(kv.layout.bytes_per_token() >= sizeof(Record) && int(kv.layer_base.size()) == info_.n_layers);
+  if (forward_delay.count() > 0) std::this_thread::sleep_for(forward_delay);
+  ++n_forward_calls;
+  n_rows += int64_t(batch.n_rows());
+  max_rows = std::max(max_rows, int64_t(batch.n_rows()));
+  // Write every row's KV first (as a real model does per layer), then attend.
+  int32_t expected_row = 0;
+  for (const BatchSequence& s : batch.seqs) {
+    DI_CHECK(s.row_begin == expected_row && s.n_new >= 1 && s.n_ctx >= s.n_new);
+    expected_row += s.n_new;
+    for (int32_t r = s.row_begin; r < s.row_begin + s.n_new; ++r) {
+      const int32_t pos = batch.positions[size_t(r)];
+      DI_CHECK(pos == s.n_ctx - s.n_new + (r - s.row_begin));
+      DI_CHECK(batch.token_ids[size_t(r)] >= 0 && batch.token_ids[size_t(r)] < info_.vocab_size);
+      for (int l = 0; l < info_.n_layers; ++l) {
+        const Record rec{batch.token_ids[size_t(r)], pos, l, kMagic};
+        std::memcpy(slot(kv, l, s.block_table, pos), &rec, sizeof(rec));
+      }
+    }
+  }
+  DI_CHECK(size_t(expected_row) == batch.n_rows());
+  size_t out = 0;
+  size_t si = 0;
+  for (int32_t row : batch.logit_rows) {
+    while (batch.seqs[si].row_begin + batch.seqs[si].n_new <= row) ++si;
+    const BatchSequence& s = batch.seqs[si];
+    const int32_t pos = batch.positions[size_t(row)];
+    uint64_t h = 0;
+    for (int32_t p = 0; p <= pos; ++p) {
+      int32_t token = -1;
+      for (int l = 0; l < info_.n_layers; ++l) {
+        Record rec;
+        std::memcpy(&rec, slot(kv, l, s.block_table, p), sizeof(Record));
+        DI_CHECK_MSG(rec.position == p && rec.layer == l && rec.magic == kMagic,
+                     "position %d layer %d holds the KV of position %d layer %d", p, l, rec.position, rec.layer);
+        DI_CHECK(l == 0 || rec.token == token);
+        token = rec.token;
+      }
+      h = absorb(h, token);
+    }
+    logits_from_hash(h, std::span(logits + out * size_t(info_.vocab_size), size_t(info_.vocab_size)));
+    ++out;
+  }
+}
+
+}  // namespace deepinfer::test
