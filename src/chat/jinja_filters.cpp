@@ -1,6 +1,8 @@
 // Filters and tests (jinja_builtins.h), with Jinja2 3.1's defaults and transformers' `tojson`.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <optional>
@@ -364,19 +366,21 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
          Params p("round", a, {"precision", "method"});
          const int64_t precision = p.has(0) ? p.get(0).as_int() : 0;
          const std::string method = p.has(1) ? p.get(1).str() : "common";
-         const double scale = std::pow(10.0, static_cast<double>(precision));
-         const double x = v.as_double() * scale;
-         double r = 0;
+         const double x = v.as_double();
          if (method == "common") {
-           r = std::round(x);
-         } else if (method == "ceil") {
-           r = std::ceil(x);
-         } else if (method == "floor") {
-           r = std::floor(x);
-         } else {
-           error("method must be common, ceil or floor");
+           // Python's round(): correctly rounded from the exact binary value, ties to even.
+           if (precision >= 0 && precision < 100) {
+             char buf[512];
+             std::snprintf(buf, sizeof(buf), "%.*f", static_cast<int>(precision), x);
+             return Value::Float(std::strtod(buf, nullptr));
+           }
+           const double scale = std::pow(10.0, static_cast<double>(-precision));
+           return Value::Float(std::nearbyint(x / scale) * scale);
          }
-         return Value::Float(r / scale);
+         const double scale = std::pow(10.0, static_cast<double>(precision));
+         if (method == "ceil") return Value::Float(std::ceil(x * scale) / scale);
+         if (method == "floor") return Value::Float(std::floor(x * scale) / scale);
+         error("method must be common, ceil or floor");
        }},
       {"safe",
        [](const Value& v, CallArgs& a) {

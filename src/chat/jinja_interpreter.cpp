@@ -207,7 +207,7 @@ Value Interpreter::make_macro(const std::string& name, const std::vector<MacroPa
       scope->vars[p.name] =
           p.default_value ? eval(*p.default_value, scope) : Value::Undefined("parameter '" + p.name + "' was not provided");
     }
-    scope->vars["varargs"] = Value::List(std::move(varargs));
+    scope->vars["varargs"] = Value::Tuple(std::move(varargs));
     scope->vars["kwargs"] = Value::Dict(std::move(kwargs));
     std::string text;
     exec(*b, scope, text);

@@ -54,7 +54,7 @@ TEST(ChatTemplate, MatchesTransformersOnCollectedTemplates) {
   int rendered_rows = 0, error_rows = 0;
   for (const auto& entry : std::filesystem::directory_iterator("tests/data/chat/reference")) {
     const std::string file = entry.path().filename().string();
-    if (file == "deepseek-v3-tokenized.jsonl") continue;
+    if (file == "deepseek-v3-tokenized.jsonl" || file == "jinja_snippets.jsonl") continue;
     std::map<std::string, Result<ChatTemplate>> loaded;
     for (const ojson& row : read_jsonl(entry.path().string())) {
       const std::string name = row["template"].get<std::string>();
