@@ -1,11 +1,18 @@
 // `deepinfer tokenize` and `deepinfer detokenize`: JSON lines in, JSON lines out, one output line
 // per non-blank input line.
-//   tokenize --model DIR [--add-special-tokens]:   {"text": "..."}  ->  {"ids": [...]}
+//   tokenize --model DIR [--add-special-tokens] [--report-timing]:
+//                                                  {"text": "..."}  ->  {"ids": [...]}
+//     --report-timing writes {"texts", "bytes", "tokens", "encode_seconds", "encode_cpu_seconds"}
+//     to stderr at the end: the wall and CPU time spent in Tokenizer::encode alone (one thread),
+//     without JSON reading and writing.
 //   detokenize --model DIR [--skip-special-tokens]: {"ids": [...]}  ->  {"text": "..."}
 // A line that cannot be handled gets {"error": "..."} and the rest continue; the exit code is 1
 // if any line failed (2 if the tokenizer cannot be loaded).
 #include <nlohmann/json.hpp>
 
+#include <time.h>
+
+#include <chrono>
 #include <iostream>
 #include <string>
 
@@ -20,7 +27,20 @@ using json = nlohmann::json;
 struct Options {
   std::string model_dir;
   bool special_tokens = false;  // tokenize: add them; detokenize: skip them
+  bool report_timing = false;   // tokenize only
 };
+
+// Totals of --report-timing.
+struct EncodeTiming {
+  size_t texts = 0, bytes = 0, tokens = 0;
+  double seconds = 0, cpu_seconds = 0;
+};
+
+double process_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
+}
 
 void write_line(const json& value) {
   std::cout << value.dump(-1, ' ', false, json::error_handler_t::replace) << '\n' << std::flush;
@@ -56,14 +76,23 @@ int for_each_line(const std::string& model_dir, Handle handle) {
   return failed ? 1 : 0;
 }
 
-Result<json> tokenize_line(const Tokenizer& tokenizer, const json& input, bool add_special_tokens) {
+Result<json> tokenize_line(const Tokenizer& tokenizer, const json& input, bool add_special_tokens,
+                           EncodeTiming& timing) {
   auto text = input.is_object() ? input.find("text") : input.end();
   if (!input.is_object() || text == input.end() || !text->is_string()) {
     return Status::Error("expected {\"text\": \"...\"}");
   }
-  DI_ASSIGN_OR_RETURN(std::vector<int32_t> ids,
-                      tokenizer.encode(text->get_ref<const std::string&>(), add_special_tokens));
-  return json{{"ids", ids}};
+  const std::string& s = text->get_ref<const std::string&>();
+  const auto start = std::chrono::steady_clock::now();
+  const double cpu_start = process_cpu_seconds();
+  auto ids = tokenizer.encode(s, add_special_tokens);
+  timing.cpu_seconds += process_cpu_seconds() - cpu_start;
+  timing.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!ids.ok()) return ids.status();
+  timing.texts += 1;
+  timing.bytes += s.size();
+  timing.tokens += ids->size();
+  return json{{"ids", *ids}};
 }
 
 Result<json> detokenize_line(const Tokenizer& tokenizer, const json& input, bool skip_special_tokens) {
@@ -91,12 +120,26 @@ void add_tokenize_commands(CLI::App& app, Runner& run) {
       ->required();
   tokenize->add_flag("--add-special-tokens", tokenize_options->special_tokens,
                      "Add BOS/EOS as the tokenizer's configuration says");
+  tokenize->add_flag("--report-timing", tokenize_options->report_timing,
+                     "Write the time spent encoding (JSON) to stderr at the end");
   tokenize->callback([&run, tokenize_options] {
     run = [tokenize_options] {
       const bool add = tokenize_options->special_tokens;
-      return for_each_line(tokenize_options->model_dir, [add](const Tokenizer& t, const json& in) {
-        return tokenize_line(t, in, add);
-      });
+      EncodeTiming timing;
+      const int code = for_each_line(tokenize_options->model_dir,
+                                     [add, &timing](const Tokenizer& t, const json& in) {
+                                       return tokenize_line(t, in, add, timing);
+                                     });
+      if (tokenize_options->report_timing) {
+        std::cerr << json{{"texts", timing.texts},
+                          {"bytes", timing.bytes},
+                          {"tokens", timing.tokens},
+                          {"encode_seconds", timing.seconds},
+                          {"encode_cpu_seconds", timing.cpu_seconds}}
+                         .dump()
+                  << '\n';
+      }
+      return code;
     };
   });
 

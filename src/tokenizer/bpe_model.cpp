@@ -157,7 +157,6 @@ Result<BpeModel> BpeModel::FromJson(const json& config) {
     m.byte_char_ids_[size_t(b)] = m.token_to_id(byte_level::char_for_byte(uint8_t(b))).value_or(-1);
   }
   m.byte_fast_path_ = m.prefix_.empty() && m.suffix_.empty();
-  for (int32_t id : m.byte_char_ids_) m.byte_fast_path_ = m.byte_fast_path_ && id >= 0;
   if (m.byte_fast_path_ && m.ignore_merges_) {
     for (const auto& [token, id] : m.vocab_) {
       std::string bytes;
@@ -299,10 +298,24 @@ void BpeModel::merge(std::vector<int32_t>& symbols) const {
 void BpeModel::tokenize_uncached(std::string_view piece, bool byte_level,
                                  std::vector<int32_t>& out) const {
   const size_t first = out.size();
+  bool mapped_all = byte_level;
   if (byte_level) {
-    for (char b : piece) out.push_back(byte_char_ids_[static_cast<uint8_t>(b)]);
-  } else {
-    initial_symbols(piece, out);
+    for (char b : piece) {
+      const int32_t id = byte_char_ids_[static_cast<uint8_t>(b)];
+      mapped_all = mapped_all && id >= 0;
+      out.push_back(id);
+    }
+  }
+  if (!mapped_all) {
+    // A byte whose character is not in the vocabulary goes through byte_fallback/unk handling.
+    out.resize(first);
+    if (byte_level) {
+      std::string mapped;
+      byte_level::append_mapped(mapped, piece);
+      initial_symbols(mapped, out);
+    } else {
+      initial_symbols(piece, out);
+    }
   }
   thread_local std::vector<int32_t> symbols;
   symbols.assign(out.begin() + std::ptrdiff_t(first), out.end());

@@ -84,8 +84,8 @@ class BpeModel {
   bool byte_fallback_ = false;
   bool ignore_merges_ = false;
   std::array<int32_t, 256> byte_fallback_ids_{};  // id of "<0xXX>", or -1
-  // Byte-level fast path: id of each byte's alphabet character; usable when every byte has one
-  // and there is no prefix or suffix.
+  // Byte-level fast path (no prefix or suffix): id of each byte's alphabet character, or -1 when
+  // the vocabulary lacks it (such pieces take the general path).
   std::array<int32_t, 256> byte_char_ids_{};
   bool byte_fast_path_ = false;
   Vocab byte_vocab_;        // ignore_merges with byte-level pieces: raw bytes -> id

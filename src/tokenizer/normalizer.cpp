@@ -1,6 +1,7 @@
 #include "tokenizer/normalizer.h"
 
 #include <unicode/normalizer2.h>
+#include <unicode/bytestream.h>
 #include <unicode/unistr.h>
 #include <unicode/locid.h>
 
@@ -150,11 +151,14 @@ Status Normalizer::unicode_normalize(std::string& text, Kind kind) {
     default: normalizer = icu::Normalizer2::getNFKDInstance(error); break;
   }
   if (U_FAILURE(error)) return Status::Error(std::string("ICU normalizer unavailable: ") + u_errorName(error));
-  const icu::UnicodeString source = icu::UnicodeString::fromUTF8(text);
-  const icu::UnicodeString result = normalizer->normalize(source, error);
+  if (normalizer->isNormalizedUTF8(text, error) && U_SUCCESS(error)) return Status::Ok();
+  error = U_ZERO_ERROR;
+  std::string result;
+  result.reserve(text.size());
+  icu::StringByteSink<std::string> sink(&result);
+  normalizer->normalizeUTF8(0, text, sink, nullptr, error);
   if (U_FAILURE(error)) return Status::Error(std::string("ICU normalization failed: ") + u_errorName(error));
-  text.clear();
-  result.toUTF8String(text);
+  text = std::move(result);
   return Status::Ok();
 }
 
