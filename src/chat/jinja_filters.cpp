@@ -30,6 +30,11 @@ Value sort_key(const Value& v, bool case_sensitive) {
   return v;
 }
 
+// A filter's string result keeps its input's safe mark, as markupsafe's str methods do.
+Value same_kind(const Value& input, std::string s) {
+  return input.is_markup() ? Value::Markup(std::move(s)) : Value::String(std::move(s));
+}
+
 Value item_or_path(const Value& v, const std::optional<std::string>& attribute) {
   return attribute ? get_path(v, *attribute) : v;
 }
@@ -48,21 +53,6 @@ int64_t length(const Value& v) {
     default:
       error("object of type '" + v.type_name() + "' has no len()");
   }
-}
-
-std::string html_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&#34;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out.push_back(c);
-    }
-  }
-  return out;
 }
 
 // Python's int(str) / float(str) as Jinja's int and float filters try them.
@@ -111,12 +101,13 @@ Value select_items(const Value& seq, CallArgs& args, bool by_attribute, bool kee
     positional.erase(positional.begin());
   }
   ValueList out;
+  if (!seq.truthy()) return Value::Generator({});  // Jinja skips a falsy input (None, empty)
   for (const Value& item : iterate(seq)) {
     const Value subject = attribute ? get_path(item, *attribute) : item;
     const bool pass = test ? run_test(*test, subject, positional) : subject.truthy();
     if (pass == keep) out.push_back(item);
   }
-  return Value::List(std::move(out));
+  return Value::Generator(std::move(out));
 }
 
 Value indent(const std::string& text, const Value& width, bool first, bool blank) {
@@ -218,7 +209,7 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
       {"escape",
        [](const Value& v, CallArgs& a) {
          Params p("escape", a, {});
-         return Value::String(html_escape(v.str()));
+         return v.is_markup() ? v : Value::Markup(py::html_escape(v.str()));
        }},
       {"first",
        [](const Value& v, CallArgs& a) {
@@ -257,11 +248,11 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
       {"items",
        [](const Value& v, CallArgs& a) {
          Params p("items", a, {});
-         if (v.is_undefined()) return Value::List({});
+         if (v.is_undefined()) return Value::Generator({});
          if (!v.is_dict()) error("items filter expects a mapping, got " + v.type_name());
          ValueList out;
          for (const auto& [k, e] : v.as_dict().items()) out.push_back(Value::Tuple({Value::String(k), e}));
-         return Value::List(std::move(out));
+         return Value::Generator(std::move(out));
        }},
       {"join",
        [](const Value& v, CallArgs& a) {
@@ -280,6 +271,7 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
       {"last",
        [](const Value& v, CallArgs& a) {
          Params p("last", a, {});
+         if (v.is_generator()) error("'generator' object is not reversible");
          ValueList items = iterate(v);
          return items.empty() ? Value::Undefined("No last item, sequence was empty.") : items.back();
        }},
@@ -296,11 +288,12 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
       {"lower",
        [](const Value& v, CallArgs& a) {
          Params p("lower", a, {});
-         return Value::String(py::lower(v.str()));
+         return same_kind(v, py::lower(v.str()));
        }},
       {"map",
        [](const Value& v, CallArgs& a) {
          ValueList out;
+         if (!v.truthy()) return Value::Generator({});  // Jinja skips a falsy input (None, empty)
          std::optional<std::string> attribute;
          Value dflt;
          bool has_default = false;
@@ -318,7 +311,7 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
              Value x = get_path(item, *attribute);
              out.push_back(x.is_undefined() && has_default ? dflt : x);
            }
-           return Value::List(std::move(out));
+           return Value::Generator(std::move(out));
          }
          if (a.positional.empty()) error("map requires a filter name or attribute=");
          const std::string name = a.positional[0].str();
@@ -327,7 +320,7 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
            CallArgs copy = rest;
            out.push_back(apply_filter(name, item, copy));
          }
-         return Value::List(std::move(out));
+         return Value::Generator(std::move(out));
        }},
       {"max",
        [](const Value& v, CallArgs& a) {
@@ -385,7 +378,7 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
       {"safe",
        [](const Value& v, CallArgs& a) {
          Params p("safe", a, {});
-         return v;
+         return v.is_markup() ? v : Value::Markup(v.str());
        }},
       {"select", [](const Value& v, CallArgs& a) { return select_items(v, a, false, true); }},
       {"selectattr", [](const Value& v, CallArgs& a) { return select_items(v, a, true, true); }},
@@ -439,7 +432,7 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
          Params p("trim", a, {"chars"});
          std::optional<std::string> chars;
          if (p.has(0) && !p.get(0).is_none()) chars = p.get(0).str();
-         return Value::String(py::strip(v.str(), chars, true, true));
+         return same_kind(v, py::strip(v.str(), chars, true, true));
        }},
       {"unique",
        [](const Value& v, CallArgs& a) {
@@ -452,12 +445,12 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
            seen.push_back(key);
            out.push_back(item);
          }
-         return Value::List(std::move(out));
+         return Value::Generator(std::move(out));
        }},
       {"upper",
        [](const Value& v, CallArgs& a) {
          Params p("upper", a, {});
-         return Value::String(py::upper(v.str()));
+         return same_kind(v, py::upper(v.str()));
        }},
       {"wordcount",
        [](const Value& v, CallArgs& a) {
@@ -509,8 +502,9 @@ const std::map<std::string, TestFn, std::less<>>& tests() {
       no_args("number", [](const Value& v) { return v.is_number(); }),
       no_args("string", [](const Value& v) { return v.is_string(); }),
       no_args("mapping", [](const Value& v) { return v.is_dict(); }),
-      no_args("iterable",
-              [](const Value& v) { return v.is_string() || v.is_sequence() || v.is_dict() || v.is_undefined(); }),
+      no_args("iterable", [](const Value& v) {
+        return v.is_string() || v.is_sequence() || v.is_generator() || v.is_dict() || v.is_undefined();
+      }),
       no_args("sequence", [](const Value& v) { return v.is_string() || v.is_sequence() || v.is_dict(); }),
       no_args("callable", [](const Value& v) { return v.is_callable(); }),
       no_args("lower", [](const Value& v) { return v.is_string() && py::lower(v.as_string()) == v.as_string(); }),

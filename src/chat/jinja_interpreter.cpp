@@ -361,7 +361,7 @@ bool Interpreter::eval_compare(const std::string& op, const Value& a, const Valu
       found = b.as_string().find(a.as_string()) != std::string::npos;
     } else if (b.is_dict() || b.is_namespace()) {
       found = a.is_string() && b.as_dict().find(a.as_string()) != nullptr;
-    } else if (b.is_sequence()) {
+    } else if (b.is_sequence() || b.is_generator()) {
       for (const Value& item : b.as_list()) found = found || item.equals(a);
     } else if (!b.is_undefined()) {
       error("argument of type '" + b.type_name() + "' is not iterable");
@@ -385,6 +385,13 @@ Value Interpreter::eval_binary(const std::string& op, const Value& a, const Valu
   if (op == "+") {
     if (ints) return Value::Int(checked(__builtin_add_overflow(a.as_int(), b.as_int(), &r), r));
     if (nums) return Value::Float(a.as_double() + b.as_double());
+    if (a.is_markup() || b.is_markup()) {
+      if (a.is_string() && b.is_string()) {
+        auto escaped = [](const Value& v) { return v.is_markup() ? v.as_string() : py::html_escape(v.as_string()); };
+        return Value::Markup(escaped(a) + escaped(b));
+      }
+      unsupported_operands(op, a, b);
+    }
     if (a.is_string() && b.is_string()) return Value::String(a.as_string() + b.as_string());
     if (a.is_sequence() && a.kind() == b.kind()) {
       ValueList items = a.as_list();

@@ -15,7 +15,7 @@ const std::set<std::string, std::less<>> kStringMethods = {
     "strip",  "lstrip",     "rstrip",  "split",   "rsplit",  "splitlines", "startswith",   "endswith",
     "replace", "upper",     "lower",   "title",   "capitalize", "find",    "rfind",        "count",
     "join",    "isdigit",   "isalpha", "isalnum", "isspace", "islower",    "isupper",      "removeprefix",
-    "removesuffix"};
+    "removesuffix", "format"};
 const std::set<std::string, std::less<>> kDictMethods = {"get", "items", "keys", "values"};
 const std::set<std::string, std::less<>> kListMethods = {"count", "index"};
 // Known, but refused by the immutable sandbox when called.
@@ -50,7 +50,57 @@ bool all_chars(const std::string& s, bool (*pred)(char32_t)) {
   return true;
 }
 
+// str.format with plain fields: {}, {0}, {name}, an optional !r/!s conversion, {{ and }}.
+std::string format_string(const std::string& fmt, const CallArgs& args) {
+  std::string out;
+  size_t next_auto = 0;
+  for (size_t i = 0; i < fmt.size(); ++i) {
+    const char c = fmt[i];
+    if (c == '}') {
+      if (i + 1 < fmt.size() && fmt[i + 1] == '}') {
+        out.push_back('}');
+        ++i;
+        continue;
+      }
+      error("Single '}' encountered in format string");
+    }
+    if (c != '{') {
+      out.push_back(c);
+      continue;
+    }
+    if (i + 1 < fmt.size() && fmt[i + 1] == '{') {
+      out.push_back('{');
+      ++i;
+      continue;
+    }
+    const size_t close = fmt.find('}', i);
+    if (close == std::string::npos) error("Single '{' encountered in format string");
+    std::string field = fmt.substr(i + 1, close - i - 1);
+    i = close;
+    char conversion = 0;
+    if (const size_t bang = field.find('!'); bang != std::string::npos) {
+      conversion = bang + 1 < field.size() ? field[bang + 1] : 0;
+      field.resize(bang);
+    }
+    if (field.find_first_of(":.[") != std::string::npos) error("format(): only plain {} fields are supported");
+    const Value* value = nullptr;
+    if (field.empty() || std::all_of(field.begin(), field.end(), ::isdigit)) {
+      const size_t index = field.empty() ? next_auto++ : std::stoul(field);
+      if (index >= args.positional.size()) error("Replacement index " + std::to_string(index) + " out of range");
+      value = &args.positional[index];
+    } else {
+      for (const auto& [k, v] : args.keyword) {
+        if (k == field) value = &v;
+      }
+      if (!value) error("format(): no argument named '" + field + "'");
+    }
+    out += conversion == 'r' ? value->repr() : value->str();
+  }
+  return out;
+}
+
 Value string_method(const std::string& self, const std::string& name, CallArgs& args) {
+  if (name == "format") return Value::String(format_string(self, args));
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
     Params p(name, args, {"chars"});
     return Value::String(py::strip(self, optional_string(p, 0, "chars"), name != "rstrip", name != "lstrip"));
@@ -188,8 +238,30 @@ Value list_method(const Value& self, const std::string& name, CallArgs& args) {
   return Value::Int(n);
 }
 
+// markupsafe's Markup methods: arguments are escaped first, string results stay marked safe.
+Value markup_method(const Value& self, const std::string& name, CallArgs& args) {
+  auto escaped = [](const Value& v) { return v.is_markup() ? v : Value::Markup(py::html_escape(v.str())); };
+  if (name == "replace" || name == "format") {
+    for (Value& v : args.positional) v = escaped(v);
+    for (auto& [k, v] : args.keyword) v = escaped(v);
+  } else if (name == "join" && !args.positional.empty()) {
+    ValueList items;
+    for (const Value& v : iterate(args.positional[0])) items.push_back(escaped(v));
+    args.positional[0] = Value::List(std::move(items));
+  }
+  Value result = string_method(self.as_string(), name, args);
+  if (result.is_string()) return Value::Markup(result.as_string());
+  if (result.is_sequence() && (name == "split" || name == "rsplit" || name == "splitlines")) {
+    ValueList parts;
+    for (const Value& v : result.as_list()) parts.push_back(Value::Markup(v.as_string()));
+    return Value::List(std::move(parts));
+  }
+  return result;
+}
+
 Value bind(const Value& self, const std::string& name) {
   return Value::Callable(name, [self, name](CallArgs& args) -> Value {
+    if (self.is_markup()) return markup_method(self, name, args);
     if (self.is_string()) return string_method(self.as_string(), name, args);
     if (self.is_dict()) {
       if (kMutatingDictMethods.count(name)) error("access to attribute '" + name + "' of 'dict' object is unsafe.");
@@ -277,7 +349,8 @@ Value get_attribute(const Value& obj, const std::string& name) {
 
 Value get_item(const Value& obj, const Value& key) {
   require_defined(obj);
-  require_defined(key);
+  // As Jinja's getitem: a key of the wrong type finds nothing (Undefined), it does not raise.
+  if (key.is_undefined()) return Value::Undefined("'" + obj.type_name() + " object' has no element Undefined");
   switch (obj.kind()) {
     case Value::Kind::kDict:
     case Value::Kind::kNamespace:
@@ -293,7 +366,7 @@ Value get_item(const Value& obj, const Value& key) {
     case Value::Kind::kString: {
       if (key.is_string()) return get_attribute(obj, key.as_string());
       if (!key.is_int() && !key.is_bool()) {
-        error(obj.type_name() + " indices must be integers or slices, not " + key.type_name());
+        return Value::Undefined("'" + obj.type_name() + " object' has no element " + key.repr());
       }
       int64_t i = key.as_int();
       if (obj.is_string()) {
@@ -334,6 +407,7 @@ ValueList iterate(const Value& v) {
       return {};
     case Value::Kind::kList:
     case Value::Kind::kTuple:
+    case Value::Kind::kGenerator:
       return v.as_list();
     case Value::Kind::kDict: {
       ValueList keys;

@@ -65,6 +65,12 @@ Value Value::String(std::string s) {
   return v;
 }
 
+Value Value::Markup(std::string s) {
+  Value v = String(std::move(s));
+  v.markup_ = true;
+  return v;
+}
+
 Value Value::List(ValueList items) {
   Value v;
   v.kind_ = Kind::kList;
@@ -75,6 +81,12 @@ Value Value::List(ValueList items) {
 Value Value::Tuple(ValueList items) {
   Value v = List(std::move(items));
   v.kind_ = Kind::kTuple;
+  return v;
+}
+
+Value Value::Generator(ValueList items) {
+  Value v = List(std::move(items));
+  v.kind_ = Kind::kGenerator;
   return v;
 }
 
@@ -155,6 +167,7 @@ bool Value::truthy() const {
       return !list_->empty();
     case Kind::kDict:
       return dict_->size() != 0;
+    case Kind::kGenerator:
     case Kind::kNamespace:
     case Kind::kFunction:
       return true;
@@ -209,6 +222,8 @@ std::string Value::repr() const {
       }
       return out + (kind_ == Kind::kNamespace ? "}>" : "}");
     }
+    case Kind::kGenerator:
+      return "<generator object>";
     case Kind::kFunction:
       return "<function " + *str_ + ">";
   }
@@ -243,6 +258,8 @@ bool Value::equals(const Value& o) const {
       }
       return true;
     }
+    case Kind::kGenerator:
+      return list_ == o.list_;
     case Kind::kNamespace:
       return dict_ == o.dict_;
     case Kind::kFunction:
@@ -270,6 +287,8 @@ std::string Value::type_name() const {
       return "list";
     case Kind::kTuple:
       return "tuple";
+    case Kind::kGenerator:
+      return "generator";
     case Kind::kDict:
       return "dict";
     case Kind::kNamespace:

@@ -46,7 +46,10 @@ using Function = std::function<Value(CallArgs&)>;
 
 class Value {
  public:
-  enum class Kind { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kTuple, kDict, kNamespace, kFunction };
+  // kGenerator: what Jinja's map/select/items filters return, a one-way sequence: iterable, always
+  // true, but without len(), indexing or JSON form.
+  enum class Kind { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kTuple, kGenerator, kDict, kNamespace,
+                    kFunction };
 
   Value() = default;  // Undefined without a name
   static Value Undefined(std::string hint);  // hint: the message an access to it raises
@@ -55,8 +58,12 @@ class Value {
   static Value Int(int64_t i);
   static Value Float(double d);
   static Value String(std::string s);
+  // A string marked safe (markupsafe's Markup, from the `safe` and `escape` filters): text added to
+  // it with `+`, or passed to its replace/join/format, is HTML-escaped first.
+  static Value Markup(std::string s);
   static Value List(ValueList items);
   static Value Tuple(ValueList items);
+  static Value Generator(ValueList items);
   static Value Dict(ValueDict dict);
   static Value Namespace(ValueDict attrs);
   static Value Callable(std::string name, Function fn);
@@ -72,7 +79,9 @@ class Value {
   bool is_float() const { return kind_ == Kind::kFloat; }
   bool is_number() const { return kind_ == Kind::kInt || kind_ == Kind::kFloat || kind_ == Kind::kBool; }
   bool is_string() const { return kind_ == Kind::kString; }
+  bool is_markup() const { return kind_ == Kind::kString && markup_; }
   bool is_sequence() const { return kind_ == Kind::kList || kind_ == Kind::kTuple; }
+  bool is_generator() const { return kind_ == Kind::kGenerator; }
   bool is_dict() const { return kind_ == Kind::kDict; }
   bool is_namespace() const { return kind_ == Kind::kNamespace; }
   bool is_callable() const { return kind_ == Kind::kFunction; }
@@ -81,7 +90,7 @@ class Value {
   int64_t as_int() const { return kind_ == Kind::kBool ? (bool_ ? 1 : 0) : int_; }  // bool and int
   double as_double() const { return kind_ == Kind::kFloat ? float_ : static_cast<double>(as_int()); }
   const std::string& as_string() const { return *str_; }
-  const ValueList& as_list() const { return *list_; }  // list or tuple
+  const ValueList& as_list() const { return *list_; }  // list, tuple or generator
   const ValueDict& as_dict() const { return *dict_; }  // dict or namespace attributes
   ValueDict& namespace_attrs() const { return *dict_; }
   const std::string& undefined_hint() const;  // empty for an unnamed Undefined
@@ -107,6 +116,7 @@ class Value {
  private:
   Kind kind_ = Kind::kUndefined;
   bool bool_ = false;
+  bool markup_ = false;
   int64_t int_ = 0;
   double float_ = 0;
   std::shared_ptr<const std::string> str_;  // string, undefined hint, function name

@@ -282,6 +282,21 @@ std::string capitalize(std::string_view s) {
   return encode_utf8(u);
 }
 
+std::string html_escape(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&#34;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out.push_back(c);
+    }
+  }
+  return out;
+}
+
 std::string repr(std::string_view s) {
   const bool has_single = s.find('\'') != std::string_view::npos;
   const bool has_double = s.find('"') != std::string_view::npos;

@@ -37,6 +37,9 @@ std::string lower(std::string_view s);
 std::string str_title(std::string_view s);   // str.title()
 std::string capitalize(std::string_view s);  // str.capitalize()
 
+// markupsafe.escape(): & < > ' " as HTML entities.
+std::string html_escape(std::string_view s);
+
 // repr() of a str: quotes chosen as CPython does, escapes for non-printable code points.
 std::string repr(std::string_view s);
 // repr() of a float (shortest round-trip digits, CPython's exponent rules, "inf", "nan").

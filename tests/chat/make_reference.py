@@ -334,6 +334,15 @@ SNIPPETS = [
      {"c": "<think>\nreason\n</think>\n\nanswer"}),
     ("{{ [1, 2, 1].count(1) }}{{ [1, 2].index(2) }}{{ d.get('a') }}{{ d.get('zz') }}{{ d.items() | list }}",
      {"d": {"a": 1}}),
+    # generators (map, select, items ...) and markup (safe, escape)
+    ("{{ none | selectattr('a') | list }}{{ [] | map('upper') | list }}{% for x in [3, 1] | map('string') %}{{ x }}"
+     "{% endfor %}{{ [1, 2] | select | first }}{{ 2 in [1, 2] | select }}{{ ([1] | select) is iterable }}", {}),
+    ("{{ [1, 2] | map('string') | length }}", {}),
+    ("{{ [1] | select | tojson }}", {}),
+    ("{{ [1] | select | last }}", {}),
+    ("{{ ('<' | safe) + '<' }}|{{ '<' + ('&' | safe) }}|{{ ('<b>' | safe).replace('b', '<') }}|{{ '<x>' | e | upper }}"
+     "|{{ ('a' | safe) ~ '<' }}|{{ '-' | safe }}{{ ('<' | e).join(['&', '>']) }}|{{ ('{}' | safe).format('<') }}", {}),
+    ("{{ '{} and {}'.format(1, 'two') }}|{{ '{1}{0}{{x}}'.format('a', 'b') }}|{{ '{n}!r={n!r}'.format(n='q') }}", {}),
     # globals
     ("{{ range(3) | list }}{{ range(1, 7, 2) | list }}{{ range(5, 0, -2) | list }}{{ dict(a=1, b='x') }}"
      "{{ namespace(a=1).a }}", {}),
