@@ -6,23 +6,30 @@
 namespace deepinfer::bench {
 namespace {
 
-enum class Field { kNone, kKvUsage, kQueries, kHits, kHitRate };
+enum class Field { kNone, kKvUsage, kQueries, kHits, kPromptTokens, kCachedPromptTokens, kHitRate };
+
+// Whether `name` is `suffix` or ends in "_" or ":" followed by it.
+bool named(std::string_view name, std::string_view suffix) {
+  if (name == suffix) return true;
+  if (name.size() <= suffix.size() || name.substr(name.size() - suffix.size()) != suffix) return false;
+  const char before = name[name.size() - suffix.size() - 1];
+  return before == '_' || before == ':';
+}
 
 Field classify(std::string_view name) {
-  if (const size_t colon = name.rfind(':'); colon != std::string_view::npos) name.remove_prefix(colon + 1);
   constexpr std::string_view kTotal = "_total";
   if (name.size() > kTotal.size() && name.substr(name.size() - kTotal.size()) == kTotal) {
     name.remove_suffix(kTotal.size());
   }
-  if (name == "kv_cache_usage_perc" || name == "gpu_cache_usage_perc" || name == "kv_cache_usage_ratio" ||
-      name == "token_usage") {
+  if (named(name, "kv_cache_usage_ratio") || named(name, "kv_cache_usage_perc") || named(name, "gpu_cache_usage_perc") ||
+      named(name, "token_usage")) {
     return Field::kKvUsage;
   }
-  if (name == "prefix_cache_queries") return Field::kQueries;
-  if (name == "prefix_cache_hits") return Field::kHits;
-  if (name == "prefix_cache_hit_rate" || name == "gpu_prefix_cache_hit_rate" || name == "cache_hit_rate") {
-    return Field::kHitRate;
-  }
+  if (named(name, "prefix_cache_queries")) return Field::kQueries;
+  if (named(name, "prefix_cache_hits")) return Field::kHits;
+  if (named(name, "cached_prompt_tokens")) return Field::kCachedPromptTokens;
+  if (named(name, "prompt_tokens")) return Field::kPromptTokens;
+  if (named(name, "cache_hit_rate")) return Field::kHitRate;  // also prefix_cache_hit_rate
   return Field::kNone;
 }
 
@@ -37,7 +44,7 @@ struct Accumulator {
 }  // namespace
 
 ServerMetrics parse_server_metrics(std::string_view text) {
-  Accumulator kv, queries, hits, hit_rate;
+  Accumulator kv, queries, hits, prompt, cached, hit_rate;
   while (!text.empty()) {
     const size_t eol = text.find('\n');
     std::string_view line = text.substr(0, eol);
@@ -64,10 +71,13 @@ ServerMetrics parse_server_metrics(std::string_view text) {
       case Field::kKvUsage: kv.add(value); break;
       case Field::kQueries: queries.add(value); break;
       case Field::kHits: hits.add(value); break;
+      case Field::kPromptTokens: prompt.add(value); break;
+      case Field::kCachedPromptTokens: cached.add(value); break;
       case Field::kHitRate: hit_rate.add(value); break;
       case Field::kNone: break;
     }
   }
+  if (!queries.n && !hits.n && cached.n) queries = prompt, hits = cached;
   return ServerMetrics{kv.mean(), queries.total(), hits.total(), hit_rate.mean()};
 }
 

@@ -1,13 +1,14 @@
 // ServerMetrics: the few numbers the benchmark reads from a server's Prometheus /metrics page,
-// recognized by name across engines. A metric's name is matched after any "namespace:" prefix
-// (vllm:, sglang:, llamacpp:, deepinfer:, ...) and a trailing "_total"; values of one metric with
-// several label sets (models, data-parallel ranks) are summed, except ratios, which are averaged.
+// recognized by the end of their names across engines: a name matches a suffix when it equals it
+// or ends in "_" or ":" plus it (vllm:..., sglang:..., llamacpp:..., deepinfer_...), after
+// dropping a trailing "_total". Values of one metric with several label sets (models,
+// data-parallel ranks) are summed, except ratios, which are averaged.
 //   KV-cache usage, a fraction of capacity in [0, 1]:
-//     kv_cache_usage_perc, gpu_cache_usage_perc (vLLM; fractions despite the name),
-//     kv_cache_usage_ratio (llama.cpp, DeepInfer), token_usage (SGLang)
-//   prefix-cache counters, in tokens: prefix_cache_queries, prefix_cache_hits (vLLM, DeepInfer)
-//   prefix-cache hit-rate gauge, a fraction: prefix_cache_hit_rate, gpu_prefix_cache_hit_rate,
-//     cache_hit_rate (SGLang)
+//     kv_cache_usage_ratio (DeepInfer, llama.cpp), kv_cache_usage_perc, gpu_cache_usage_perc
+//     (vLLM; fractions despite the name), token_usage (SGLang)
+//   prefix-cache counters, in tokens: prefix_cache_queries and prefix_cache_hits (vLLM); else
+//     prompt_tokens and cached_prompt_tokens (DeepInfer), when the latter exists
+//   prefix-cache hit-rate gauge, a fraction: prefix_cache_hit_rate, cache_hit_rate (SGLang)
 #pragma once
 
 #include <optional>

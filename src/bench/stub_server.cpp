@@ -69,18 +69,17 @@ struct Server {
       queried = n_queried;
       hit = n_hit;
     }
-    const std::string labels = "{model_name=\"" + options.model + "\"}";
     char kv[64];
     std::snprintf(kv, sizeof kv, "%.6f", static_cast<double>(n_in_flight.load()) / static_cast<double>(options.kv_slots));
-    return "# HELP deepinfer_stub:kv_cache_usage_ratio Generations in flight / KV slots.\n"
-           "# TYPE deepinfer_stub:kv_cache_usage_ratio gauge\n"
-           "deepinfer_stub:kv_cache_usage_ratio" + labels + " " + kv + "\n"
-           "# TYPE deepinfer_stub:prefix_cache_queries_total counter\n"
-           "deepinfer_stub:prefix_cache_queries_total" + labels + " " + std::to_string(queried) + "\n"
-           "# TYPE deepinfer_stub:prefix_cache_hits_total counter\n"
-           "deepinfer_stub:prefix_cache_hits_total" + labels + " " + std::to_string(hit) + "\n"
-           "# TYPE deepinfer_stub:requests_total counter\n"
-           "deepinfer_stub:requests_total" + labels + " " + std::to_string(n_requests.load()) + "\n";
+    return "# HELP deepinfer_kv_cache_usage_ratio Generations in flight / KV slots.\n"
+           "# TYPE deepinfer_kv_cache_usage_ratio gauge\n"
+           "deepinfer_kv_cache_usage_ratio " + std::string(kv) + "\n"
+           "# TYPE deepinfer_prompt_tokens_total counter\n"
+           "deepinfer_prompt_tokens_total " + std::to_string(queried) + "\n"
+           "# TYPE deepinfer_cached_prompt_tokens_total counter\n"
+           "deepinfer_cached_prompt_tokens_total " + std::to_string(hit) + "\n"
+           "# TYPE deepinfer_requests_total counter\n"
+           "deepinfer_requests_total{endpoint=\"generate\"} " + std::to_string(n_requests.load()) + "\n";
   }
 };
 

@@ -12,11 +12,12 @@
 // Chat streams open with a role-only chunk at once (as vLLM does), which carries no output.
 // With stream_options.include_usage a usage chunk follows the last token; then data: [DONE].
 // Every fail_every-th generation request is answered with HTTP 500.
-// GET /metrics (Prometheus text): deepinfer_stub:kv_cache_usage_ratio (generations in flight /
-//   kv_slots), deepinfer_stub:prefix_cache_queries_total and _hits_total (prompt tokens looked up
-//   and found; the cache keeps every full block of block_tokens prompt tokens it has seen, keyed
-//   by the chain of blocks before it, and a prompt hits on its leading run of known blocks),
-//   deepinfer_stub:requests_total. GET /v1/models and /health answer too.
+// GET /metrics (Prometheus text, with DeepInfer's server's names): deepinfer_kv_cache_usage_ratio
+//   (generations in flight / kv_slots), deepinfer_prompt_tokens_total and
+//   deepinfer_cached_prompt_tokens_total (prompt tokens looked up and found in the prefix cache,
+//   which keeps every full block of block_tokens prompt tokens it has seen, keyed by the chain of
+//   blocks before it; a prompt hits on its leading run of known blocks), deepinfer_requests_total.
+//   GET /v1/models and /health answer too.
 #pragma once
 
 #include "core/status.h"

@@ -22,13 +22,27 @@ TEST(ServerMetricsTest, ReadsVllmStyleCountersAndGauges) {
   EXPECT_FALSE(m.prefix_hit_rate);
 }
 
+TEST(ServerMetricsTest, ReadsDeepInferNames) {
+  const ServerMetrics m = parse_server_metrics(
+      "# TYPE deepinfer_prompt_tokens_total counter\n"
+      "deepinfer_prompt_tokens_total 900\n"
+      "deepinfer_cached_prompt_tokens_total 600\n"
+      "deepinfer_generation_tokens_total 50\n"
+      "deepinfer_kv_cache_usage_ratio 0.125\n");
+  EXPECT_DOUBLE_EQ(*m.kv_usage, 0.125);
+  EXPECT_DOUBLE_EQ(*m.prefix_queries, 900);
+  EXPECT_DOUBLE_EQ(*m.prefix_hits, 600);
+  // Prompt-token counters alone (no cached counterpart) say nothing about the prefix cache.
+  EXPECT_FALSE(parse_server_metrics("vllm:prompt_tokens_total 10\n").prefix_queries);
+}
+
 TEST(ServerMetricsTest, ReadsOtherEnginesNames) {
   const ServerMetrics sglang = parse_server_metrics("sglang:token_usage{model_name=\"m\"} 0.1\nsglang:cache_hit_rate 0.4 1700000000\n");
   EXPECT_DOUBLE_EQ(*sglang.kv_usage, 0.1);
   EXPECT_DOUBLE_EQ(*sglang.prefix_hit_rate, 0.4);
   const ServerMetrics llama = parse_server_metrics("llamacpp:kv_cache_usage_ratio 0.3\n");
   EXPECT_DOUBLE_EQ(*llama.kv_usage, 0.3);
-  EXPECT_TRUE(parse_server_metrics("# nothing\nprocess_cpu_seconds_total 12\ngarbage line\nvllm:kv_cache_usage_perc NaN\n").empty());
+  EXPECT_TRUE(parse_server_metrics("# nothing\nprocess_cpu_seconds_total 12\ngarbage line\nvllm:kv_cache_usage_perc NaN\nmy_token_usage_total_x 1\n").empty());
 }
 
 }  // namespace
