@@ -121,6 +121,42 @@ struct SiluMulParams {
   int64_t n = 0;
 };
 
+// y[r, i] = silu(x[r] . gate[i]) * (x[r] . up[i]) for i < gate->n_out: the input half of a
+// SwiGLU MLP in one pass over x, without the [m, 2 * inter] intermediate.
+struct SwigluParams {
+  const float* x = nullptr;           // [m, ldx], the first gate->n_in columns used
+  int64_t ldx = 0;
+  int64_t m = 0;
+  const LinearWeight* gate = nullptr; // [inter, n_in]
+  const LinearWeight* up = nullptr;   // [inter, n_in], same dtype and shape as gate
+  float* y = nullptr;                 // [m, ldy], columns [0, inter) written
+  int64_t ldy = 0;
+};
+
+// One SwiGLU MLP: down(silu(gate(x)) * up(x)).
+struct MlpWeightRefs {
+  const LinearWeight* gate = nullptr;  // [inter, hidden]
+  const LinearWeight* up = nullptr;    // [inter, hidden]
+  const LinearWeight* down = nullptr;  // [hidden, inter]
+};
+
+// A routed MoE layer with optional shared experts:
+//   y[r] = (sum over the row's experts e in increasing id of weight(r, e) * expert_e(x[r])) + shared(x[r]).
+// Rows are grouped by expert so each active expert streams its weights once per call.
+struct MoeParams {
+  const float* x = nullptr;            // [m, ldx], the first hidden columns used
+  int64_t ldx = 0;
+  int64_t m = 0;
+  const MlpWeightRefs* experts = nullptr;  // [n_experts] routed experts, all of one shape
+  int n_experts = 0;
+  int top_k = 0;
+  const int32_t* expert_ids = nullptr;     // [m, top_k], distinct per row, each < n_experts
+  const float* expert_weights = nullptr;   // [m, top_k]
+  const MlpWeightRefs* shared = nullptr;   // the shared experts as one MLP, or nullptr
+  float* y = nullptr;                      // [m, ldy], the first hidden columns written
+  int64_t ldy = 0;
+};
+
 // y[r, :] = row ids[r] of the table, as f32 (embedding lookup).
 struct EmbedParams {
   const LinearWeight* table = nullptr;  // [vocab, hidden]
@@ -141,6 +177,8 @@ class Backend {
   virtual void mla_project_value(const MlaProjectValueParams& p) = 0;
   virtual void mla_attention(const MlaAttentionParams& p) = 0;
   virtual void silu_mul(const SiluMulParams& p) = 0;
+  virtual void swiglu(const SwigluParams& p) = 0;
+  virtual void moe(const MoeParams& p) = 0;
 };
 
 // The CPU backend (kernels/cpu/), the reference that runs everywhere.

@@ -1,13 +1,25 @@
-// Weight-streaming linear layers: each weight row is dequantized once per call and applied to
-// every batch row, so a batch of m rows reads the weights once. Threads split output columns.
+// Linear-layer drivers: check params, cut outputs into blocks, run blocks on OpenMP threads with
+// the active ISA's kernels (kernel_table.h). A batch of m rows streams each weight block once.
 #include "kernels/cpu/gemm.h"
 
 #include <vector>
 
 #include "core/check.h"
+#include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/vec.h"
+#include "kernels/cpu/work_split.h"
 
 namespace deepinfer::cpu {
+namespace {
+
+void check_weight(const LinearWeight& w) {
+  DI_CHECK(w.data != nullptr && w.n_out > 0 && w.n_in > 0);
+  if (w.dtype == DType::F8_E4M3)
+    DI_CHECK_MSG(w.scale_inv != nullptr && w.block_rows > 0 && w.block_cols % 16 == 0,
+                 "fp8 weights need scale_inv and a block width that is a multiple of 16");
+}
+
+}  // namespace
 
 void embed(const EmbedParams& p) {
   DI_CHECK(p.table != nullptr && p.ids != nullptr && p.y != nullptr);
@@ -21,58 +33,80 @@ void linear(const LinearParams& p) {
   if (p.m == 0) return;
   DI_CHECK(p.w != nullptr && p.x != nullptr && p.y != nullptr);
   DI_CHECK(p.ldx >= p.w->n_in && p.ldy >= p.w->n_out && p.m >= 0);
-  DI_CHECK(p.w->dtype != DType::F8_E4M3 || p.w->scale_inv != nullptr);
+  check_weight(*p.w);
   const LinearWeight& w = *p.w;
-#pragma omp parallel
-  {
-    std::vector<float> row(size_t(w.n_in));
-#pragma omp for schedule(static)
-    for (int64_t o = 0; o < w.n_out; ++o) {
-      dequant_row(w, o, row.data());
-      for (int64_t r = 0; r < p.m; ++r) p.y[r * p.ldy + o] = dot(p.x + r * p.ldx, row.data(), w.n_in);
-    }
+  const KernelTable& k = kernels();
+  const float* const* x = strided_rows(p.x, p.ldx, p.m);
+  const int64_t nb = column_block(w.n_out, w.n_in * int64_t(dtype_size(w.dtype)));
+  const int64_t n_blocks = (w.n_out + nb - 1) / nb;
+#pragma omp parallel for schedule(static) if (n_blocks > 1)
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const int64_t o0 = b * nb, o1 = std::min(w.n_out, o0 + nb);
+    k.linear_block(x, p.m, w, o0, o1, p.y + o0, p.ldy);
+  }
+}
+
+void swiglu(const SwigluParams& p) {
+  if (p.m == 0) return;
+  DI_CHECK(p.gate && p.up && p.x && p.y);
+  const LinearWeight &g = *p.gate, &u = *p.up;
+  check_weight(g);
+  DI_CHECK(u.dtype == g.dtype && u.n_out == g.n_out && u.n_in == g.n_in && u.block_cols == g.block_cols);
+  DI_CHECK(p.ldx >= g.n_in && p.ldy >= g.n_out);
+  const KernelTable& k = kernels();
+  const float* const* x = strided_rows(p.x, p.ldx, p.m);
+  const int64_t nb = column_block(g.n_out, 2 * g.n_in * int64_t(dtype_size(g.dtype)));
+  const int64_t n_blocks = (g.n_out + nb - 1) / nb;
+#pragma omp parallel for schedule(static) if (n_blocks > 1)
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const int64_t o0 = b * nb, o1 = std::min(g.n_out, o0 + nb);
+    k.swiglu_block(x, p.m, g, u, o0, o1, p.y + o0, p.ldy);
   }
 }
 
 void mla_absorb_query(const MlaAbsorbQueryParams& p) {
   DI_CHECK(p.w_kv_b != nullptr && p.q != nullptr && p.q_latent != nullptr);
   const LinearWeight& w = *p.w_kv_b;
+  check_weight(w);
   DI_CHECK(w.n_out == int64_t(p.n_heads) * (p.qk_nope_head_dim + p.v_head_dim));
-  const int64_t c = w.n_in;
   if (p.m == 0) return;
-#pragma omp parallel
-  {
-    std::vector<float> row(static_cast<size_t>(c));
-#pragma omp for schedule(static)
-    for (int h = 0; h < p.n_heads; ++h) {
-      for (int64_t r = 0; r < p.m; ++r) std::fill_n(p.q_latent + (r * p.n_heads + h) * c, c, 0.0f);
-      for (int d = 0; d < p.qk_nope_head_dim; ++d) {
-        dequant_row(w, int64_t(h) * (p.qk_nope_head_dim + p.v_head_dim) + d, row.data());
-        for (int64_t r = 0; r < p.m; ++r)
-          axpy(p.q[r * p.ld_q + h * p.ld_q_head + d], row.data(), p.q_latent + (r * p.n_heads + h) * c, c);
-      }
-    }
+  const int64_t c = w.n_in, H = p.n_heads;
+  constexpr int64_t kCols = 128;  // a multiple of 64, as outer_block wants
+  const int64_t n_cb = (c + kCols - 1) / kCols;
+  thread_local std::vector<const float*> rows;  // [H, m]: head h's nope part of row r
+  rows.resize(size_t(H * p.m));
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t r = 0; r < p.m; ++r) rows[size_t(h * p.m + r)] = p.q + r * p.ld_q + h * p.ld_q_head;
+  const float* const* all_rows = rows.data();  // rows is per thread: pass the caller's on
+  const KernelTable& k = kernels();
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < H * n_cb; ++t) {
+    const int64_t h = t / n_cb, c0 = (t % n_cb) * kCols, c1 = std::min(c, c0 + kCols);
+    k.outer_block(all_rows + h * p.m, p.m, p.qk_nope_head_dim, w, h * (p.qk_nope_head_dim + p.v_head_dim), c0, c1,
+                  p.q_latent + h * c + c0, H * c);
   }
 }
 
 void mla_project_value(const MlaProjectValueParams& p) {
   DI_CHECK(p.w_kv_b != nullptr && p.o_latent != nullptr && p.out != nullptr);
   const LinearWeight& w = *p.w_kv_b;
+  check_weight(w);
   DI_CHECK(w.n_out == int64_t(p.n_heads) * (p.qk_nope_head_dim + p.v_head_dim));
-  const int64_t c = w.n_in;
   if (p.m == 0) return;
-#pragma omp parallel
-  {
-    std::vector<float> row(static_cast<size_t>(c));
-#pragma omp for schedule(static) collapse(2)
-    for (int h = 0; h < p.n_heads; ++h) {
-      for (int j = 0; j < p.v_head_dim; ++j) {
-        dequant_row(w, int64_t(h) * (p.qk_nope_head_dim + p.v_head_dim) + p.qk_nope_head_dim + j, row.data());
-        for (int64_t r = 0; r < p.m; ++r)
-          p.out[r * p.n_heads * p.v_head_dim + h * p.v_head_dim + j] =
-              dot(p.o_latent + (r * p.n_heads + h) * c, row.data(), c);
-      }
-    }
+  const int64_t c = w.n_in, H = p.n_heads, v = p.v_head_dim;
+  constexpr int64_t kOuts = 32;
+  const int64_t n_ob = (v + kOuts - 1) / kOuts;
+  thread_local std::vector<const float*> rows;  // [H, m]: head h's latent output of row r
+  rows.resize(size_t(H * p.m));
+  for (int64_t h = 0; h < H; ++h)
+    for (int64_t r = 0; r < p.m; ++r) rows[size_t(h * p.m + r)] = p.o_latent + (r * H + h) * c;
+  const float* const* all_rows = rows.data();  // rows is per thread: pass the caller's on
+  const KernelTable& k = kernels();
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < H * n_ob; ++t) {
+    const int64_t h = t / n_ob, j0 = (t % n_ob) * kOuts, j1 = std::min(v, j0 + kOuts);
+    const int64_t row0 = h * (p.qk_nope_head_dim + v) + p.qk_nope_head_dim;
+    k.linear_block(all_rows + h * p.m, p.m, w, row0 + j0, row0 + j1, p.out + h * v + j0, H * v);
   }
 }
 

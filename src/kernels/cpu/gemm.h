@@ -6,6 +6,7 @@
 namespace deepinfer::cpu {
 void embed(const EmbedParams& p);
 void linear(const LinearParams& p);
+void swiglu(const SwigluParams& p);
 void mla_absorb_query(const MlaAbsorbQueryParams& p);
 void mla_project_value(const MlaProjectValueParams& p);
 }  // namespace deepinfer::cpu

@@ -1,53 +1,18 @@
-// Paged MLA cache: storing rows' latents and attending over them. Each (row, head) pair is one
-// task with a fixed order over positions, so results do not depend on batch composition.
+// Paged MLA cache: storing rows' latents, and the attention driver. Each task is one row and a
+// group of its heads (mla_attention_kernels.h), whose arithmetic depends only on the row itself.
 #include "kernels/cpu/mla_attention.h"
 
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "core/check.h"
-#include "kernels/cpu/vec.h"
+#include "kernels/cpu/kernel_table.h"
 
 namespace deepinfer::cpu {
 namespace {
-
-// Reads one cached token: latent [kv_lora_rank] and k_pe [qk_rope_head_dim] as f32.
-// For an F32 cache the returned pointers point into the cache and the buffers stay unused.
-struct CacheEntryReader {
-  const MlaCacheLayout& layout;
-  std::vector<float> latent_buf, k_pe_buf;
-
-  explicit CacheEntryReader(const MlaCacheLayout& l)
-      : layout(l), latent_buf(size_t(l.kv_lora_rank)), k_pe_buf(size_t(l.qk_rope_head_dim)) {}
-
-  void read(const uint8_t* entry, const float** latent, const float** k_pe) {
-    const int c = layout.kv_lora_rank, r = layout.qk_rope_head_dim;
-    switch (layout.dtype) {
-      case DType::F32:
-        *latent = reinterpret_cast<const float*>(entry);
-        *k_pe = *latent + c;
-        return;
-      case DType::BF16: {
-        const uint16_t* e = reinterpret_cast<const uint16_t*>(entry);
-        for (int i = 0; i < c; ++i) latent_buf[i] = bf16_to_f32(e[i]);
-        for (int i = 0; i < r; ++i) k_pe_buf[i] = bf16_to_f32(e[c + i]);
-        break;
-      }
-      case DType::F8_E4M3: {
-        const int group = MlaCacheLayout::kFp8GroupSize, n_groups = (c + group - 1) / group;
-        const float* scales = reinterpret_cast<const float*>(entry + c);
-        for (int i = 0; i < c; ++i) latent_buf[i] = fp8_e4m3_to_f32(entry[i]) * scales[i / group];
-        const uint16_t* pe = reinterpret_cast<const uint16_t*>(entry + c + n_groups * 4);
-        for (int i = 0; i < r; ++i) k_pe_buf[i] = bf16_to_f32(pe[i]);
-        break;
-      }
-      default:
-        DI_CHECK_MSG(false, "unsupported MLA cache dtype");
-    }
-    *latent = latent_buf.data();
-    *k_pe = k_pe_buf.data();
-  }
-};
 
 // For every batch row, the index of its sequence in batch.seqs.
 std::vector<int> row_to_seq(const ForwardBatch& b) {
@@ -122,44 +87,27 @@ void mla_kv_store(const MlaKvStoreParams& p) {
 void mla_attention(const MlaAttentionParams& p) {
   DI_CHECK(p.batch && p.cache && p.q_latent && p.q_pe && p.out_latent && p.n_heads > 0);
   check_batch(*p.batch, p.block_size);
+  DI_CHECK(p.layout.dtype == DType::F32 || p.layout.dtype == DType::BF16 || p.layout.dtype == DType::F8_E4M3);
   const ForwardBatch& b = *p.batch;
-  const int c = p.layout.kv_lora_rank, r = p.layout.qk_rope_head_dim;
-  const size_t bpt = p.layout.bytes_per_token();
-  const std::vector<int> seq_of = row_to_seq(b);
-  const int64_t n_tasks = int64_t(b.n_rows()) * p.n_heads;
+  const int64_t n_rows = int64_t(b.n_rows());
+  if (n_rows == 0) return;
+  thread_local std::vector<int> seq_of_rows;
+  seq_of_rows = row_to_seq(b);
+  const int* seq_of = seq_of_rows.data();  // per thread: workers use the caller's
+  // Few rows: split heads into groups so every thread has work (results do not depend on it).
+  const int threads = omp_get_max_threads();
+  int n_groups = 1;
+  while (n_rows * n_groups < 2 * threads && n_groups * 2 <= p.n_heads) n_groups *= 2;
+  const int per_group = (p.n_heads + n_groups - 1) / n_groups;
+  const KernelTable& k = kernels();
 #pragma omp parallel
   {
-    CacheEntryReader reader(p.layout);
-    std::vector<float> scores;
-#pragma omp for schedule(dynamic, 4)
-    for (int64_t task = 0; task < n_tasks; ++task) {
-      const int64_t row = task / p.n_heads;
-      const int h = int(task % p.n_heads);
-      const BatchSequence& s = b.seqs[size_t(seq_of[size_t(row)])];
-      const int32_t n_keys = b.positions[size_t(row)] + 1;  // causal: positions [0, own]
-      const float* ql = p.q_latent + (row * p.n_heads + h) * c;
-      const float* qp = p.q_pe + row * p.ld_q_pe_row + h * p.ld_q_pe_head;
-      scores.resize(size_t(n_keys));
-      float max_score = -INFINITY;
-      for (int32_t t = 0; t < n_keys; ++t) {
-        const float *lat, *pe;
-        reader.read(p.cache + slot_of(s, t, p.block_size) * bpt, &lat, &pe);
-        scores[size_t(t)] = (dot(ql, lat, c) + dot(qp, pe, r)) * p.softmax_scale;
-        max_score = std::max(max_score, scores[size_t(t)]);
-      }
-      float sum = 0.0f;
-      for (int32_t t = 0; t < n_keys; ++t) {
-        scores[size_t(t)] = std::exp(scores[size_t(t)] - max_score);
-        sum += scores[size_t(t)];
-      }
-      float* out = p.out_latent + (row * p.n_heads + h) * c;
-      std::fill_n(out, c, 0.0f);
-      const float inv_sum = 1.0f / sum;
-      for (int32_t t = 0; t < n_keys; ++t) {
-        const float *lat, *pe;
-        reader.read(p.cache + slot_of(s, t, p.block_size) * bpt, &lat, &pe);
-        axpy(scores[size_t(t)] * inv_sum, lat, out, c);
-      }
+    thread_local AttendScratch scratch;
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t task = 0; task < n_rows * n_groups; ++task) {
+      const int64_t row = task / n_groups;
+      const int h0 = int(task % n_groups) * per_group, h1 = std::min(p.n_heads, h0 + per_group);
+      if (h0 < h1) k.mla_attend_row(p, b.seqs[size_t(seq_of[row])], row, h0, h1, scratch);
     }
   }
 }

@@ -21,11 +21,6 @@ inline float dot(const float* a, const float* b, int64_t n) {
   return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
 }
 
-// y += a * x
-inline void axpy(float a, const float* x, float* y, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) y[i] += a * x[i];
-}
-
 // Row `row` of W as f32: out[n_in]. fp8 rows are multiplied by their blocks' scale_inv.
 inline void dequant_row(const LinearWeight& w, int64_t row, float* out) {
   const int64_t n = w.n_in;

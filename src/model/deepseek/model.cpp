@@ -120,11 +120,8 @@ void DeepseekModel::attention(int layer, const ForwardBatch& b, const KvCacheVie
 
 void DeepseekModel::dense_mlp(const MlpWeights& w, const float* h, int64_t n, int64_t inter, float* out) {
   const int64_t d = config_.hidden_size;
-  float* gate_up = sized(s_.gate_up, size_t(n * 2 * inter));
-  backend_.linear({h, d, n, &w.gate, gate_up, 2 * inter});
-  backend_.linear({h, d, n, &w.up, gate_up + inter, 2 * inter});
   float* act = sized(s_.act, size_t(n * inter));
-  backend_.silu_mul({gate_up, 2 * inter, act, inter, n, inter});
+  backend_.swiglu({h, d, n, &w.gate, &w.up, act, inter});
   backend_.linear({act, inter, n, &w.down, out, d});
 }
 
@@ -133,41 +130,15 @@ void DeepseekModel::moe(const MoeWeights& w, const float* h, int64_t n, float* o
   const int64_t d = c.hidden_size, E = c.n_routed_experts, k = c.num_experts_per_tok;
   float* logits = sized(s_.router_logits, size_t(n * E));
   backend_.linear({h, d, n, &w.router, logits, E});
-
-  // Rows routed to each expert, in row order, with their weights.
-  std::vector<std::vector<std::pair<int64_t, float>>> routed(static_cast<size_t>(E));
-  std::vector<int32_t> ids(static_cast<size_t>(k));
-  std::vector<float> weights(static_cast<size_t>(k));
+  int32_t* ids = sized(s_.expert_ids, size_t(n * k));
+  float* weights = sized(s_.expert_weights, size_t(n * k));
   const float* bias = w.router_bias.empty() ? nullptr : w.router_bias.data();
-  for (int64_t r = 0; r < n; ++r) {
-    route_token(c, logits + r * E, bias, ids.data(), weights.data());
-    for (int64_t i = 0; i < k; ++i) routed[size_t(ids[size_t(i)])].emplace_back(r, weights[size_t(i)]);
-  }
+  for (int64_t r = 0; r < n; ++r) route_token(c, logits + r * E, bias, ids + r * k, weights + r * k);
 
-  // Each row sums its experts' outputs in increasing expert id, whatever the batch.
-  float* acc = sized(s_.moe_acc, size_t(n * d));
-  std::fill_n(acc, n * d, 0.0f);
-  for (int64_t e = 0; e < E; ++e) {
-    const auto& rows = routed[size_t(e)];
-    if (rows.empty()) continue;
-    const int64_t m = int64_t(rows.size());
-    float* in = sized(s_.expert_in, size_t(m * d));
-    for (int64_t i = 0; i < m; ++i) std::copy_n(h + rows[size_t(i)].first * d, d, in + i * d);
-    float* res = sized(s_.expert_out, size_t(m * d));
-    dense_mlp(w.experts[size_t(e)], in, m, c.moe_intermediate_size, res);
-    for (int64_t i = 0; i < m; ++i) {
-      const float wt = rows[size_t(i)].second;
-      float* dst = acc + rows[size_t(i)].first * d;
-      const float* src = res + i * d;
-      for (int64_t j = 0; j < d; ++j) dst[j] += src[j] * wt;
-    }
-  }
-  if (w.has_shared) {
-    dense_mlp(w.shared, h, n, int64_t(c.n_shared_experts) * c.moe_intermediate_size, out);
-    for (int64_t i = 0; i < n * d; ++i) out[i] = acc[i] + out[i];
-  } else {
-    std::copy_n(acc, n * d, out);
-  }
+  s_.experts.resize(w.experts.size());  // this layer's expert weights
+  for (size_t e = 0; e < w.experts.size(); ++e) s_.experts[e] = {&w.experts[e].gate, &w.experts[e].up, &w.experts[e].down};
+  const MlpWeightRefs shared{&w.shared.gate, &w.shared.up, &w.shared.down};
+  backend_.moe({h, d, n, s_.experts.data(), int(E), int(k), ids, weights, w.has_shared ? &shared : nullptr, out, d});
 }
 
 }  // namespace deepinfer

@@ -42,8 +42,10 @@ class DeepseekModel final : public CausalLM {
   CausalLMInfo info_;
 
   struct Scratch {  // reused across steps; sized on demand
-    std::vector<float> x, h, q_a, q, kv_a, latent, q_latent, o_latent, o, tmp, gate_up, act, router_logits,
-        expert_in, expert_out, moe_acc;
+    std::vector<float> x, h, q_a, q, kv_a, latent, q_latent, o_latent, o, tmp, act, router_logits,
+        expert_weights;
+    std::vector<int32_t> expert_ids;
+    std::vector<MlpWeightRefs> experts;
   } s_;
 };
 

@@ -1,0 +1,277 @@
+// Weight-streaming GEMM kernels, written once over a SIMD traits type V (simd_*.h) and
+// instantiated per ISA by kernels_<isa>.cpp. Weights stay in their stored dtype and are
+// widened to f32 in registers; nothing is materialized.
+//
+// Dot layout (linear, swiglu): a tile of MR activation rows x 4 weight rows keeps one f32
+// vector accumulator per (row, output), runs over n_in in vector steps (fp8: per scale block),
+// and ends with one horizontal sum. Every output's arithmetic depends only on its own row and
+// weight row, never on the tile it sits in, the batch size or the thread.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/ops.h"
+
+namespace deepinfer::cpu {
+namespace {  // each ISA's translation unit gets its own copy
+
+// How one weight dtype is read into V::F vectors. kScaled: fp8 with per-block scale_inv.
+template <class V, DType T>
+struct WeightReader;
+
+template <class V>
+struct WeightReader<V, DType::F32> {
+  using E = float;
+  static constexpr bool kScaled = false;
+  static typename V::F load(const E* p) { return V::load(p); }
+  static typename V::F load_n(const E* p, int n) { return V::load_n(p, n); }
+};
+template <class V>
+struct WeightReader<V, DType::BF16> {
+  using E = uint16_t;
+  static constexpr bool kScaled = false;
+  static typename V::F load(const E* p) { return V::from_bf16(p); }
+  static typename V::F load_n(const E* p, int n) { return V::from_bf16_n(p, n); }
+};
+template <class V>
+struct WeightReader<V, DType::F16> {
+  using E = uint16_t;
+  static constexpr bool kScaled = false;
+  static typename V::F load(const E* p) { return V::from_f16(p); }
+  static typename V::F load_n(const E* p, int n) { return V::from_f16_n(p, n); }
+};
+// fp8 vectors come out as value * 2^-8; callers multiply by scale_inv * 256, which gives
+// exactly the rounded product value * scale_inv.
+template <class V>
+struct WeightReader<V, DType::F8_E4M3> {
+  using E = uint8_t;
+  static constexpr bool kScaled = true;
+  static typename V::F load(const E* p) { return V::from_fp8(p); }
+  static typename V::F load_n(const E* p, int n) { return V::from_fp8_n(p, n); }
+};
+
+// One row of a weight: its elements and (fp8) its row of block scales.
+template <class E>
+struct WeightRow {
+  const E* data = nullptr;
+  const float* scales = nullptr;  // [ceil(n_in / block_cols)], fp8 only
+};
+
+template <class E>
+WeightRow<E> weight_row(const LinearWeight& w, int64_t row) {
+  WeightRow<E> r{static_cast<const E*>(w.data) + row * w.n_in, nullptr};
+  if (w.scale_inv) r.scales = w.scale_inv + (row / w.block_rows) * ((w.n_in + w.block_cols - 1) / w.block_cols);
+  return r;
+}
+
+// out[i * 4 + j] = dot(x[i][0, k_len), w[j]) for i < MR, j < 4. seg: fp8 scale block length
+// (a multiple of V::kW), else k_len.
+template <class V, class R, int MR>
+inline void dot_tile(const float* const* x, const WeightRow<typename R::E>* w, int64_t k_len, int64_t seg,
+                     float* out) {
+  using F = typename V::F;
+  constexpr int NR = 4;
+  F acc[MR][NR];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
+  for (int64_t k0 = 0; k0 < k_len; k0 += seg) {
+    const int64_t k1 = std::min(k_len, k0 + seg);
+    F s[NR];
+    if constexpr (R::kScaled) {
+#pragma GCC unroll 4
+      for (int j = 0; j < NR; ++j) s[j] = V::bcast(w[j].scales[k0 / seg] * 256.0f);
+    }
+    int64_t k = k0;
+    for (; k + V::kW <= k1; k += V::kW) {
+      F wv[NR];
+#pragma GCC unroll 4
+      for (int j = 0; j < NR; ++j) {
+        wv[j] = R::load(w[j].data + k);
+        if constexpr (R::kScaled) wv[j] = V::mul(wv[j], s[j]);
+      }
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i) {
+        const F xv = V::load(x[i] + k);
+#pragma GCC unroll 4
+        for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(xv, wv[j], acc[i][j]);
+      }
+    }
+    if (k < k1) {
+      const int n = int(k1 - k);
+      F wv[NR];
+#pragma GCC unroll 4
+      for (int j = 0; j < NR; ++j) {
+        wv[j] = R::load_n(w[j].data + k, n);
+        if constexpr (R::kScaled) wv[j] = V::mul(wv[j], s[j]);
+      }
+#pragma GCC unroll 16
+      for (int i = 0; i < MR; ++i) {
+        const F xv = V::load_n(x[i] + k, n);
+#pragma GCC unroll 4
+        for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(xv, wv[j], acc[i][j]);
+      }
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) out[i * NR + j] = V::hsum(acc[i][j]);
+}
+
+// Runs dot_tile over rows [0, m) in tiles of up to 4 rows for the 4 weight rows `w`.
+template <class V, class R>
+inline void dot_rows(const float* const* x, int64_t m, const WeightRow<typename R::E>* w, int64_t k_len,
+                     int64_t seg, float* out /* [m, 4] */) {
+  int64_t r = 0;
+  for (; r + 4 <= m; r += 4) dot_tile<V, R, 4>(x + r, w, k_len, seg, out + r * 4);
+  switch (m - r) {
+    case 3: dot_tile<V, R, 3>(x + r, w, k_len, seg, out + r * 4); break;
+    case 2: dot_tile<V, R, 2>(x + r, w, k_len, seg, out + r * 4); break;
+    case 1: dot_tile<V, R, 1>(x + r, w, k_len, seg, out + r * 4); break;
+    default: break;
+  }
+}
+
+// Activation rows per pass: a pass's rows stay in L1/L2 while the block's weight rows stream.
+constexpr int64_t kRowsPerPass = 16;
+
+template <class V, DType T>
+void linear_block_t(const float* const* x, int64_t m, const LinearWeight& w, int64_t o_begin, int64_t o_end,
+                    float* y, int64_t ldy) {
+  using R = WeightReader<V, T>;
+  const int64_t seg = R::kScaled ? w.block_cols : w.n_in;
+  float out[kRowsPerPass * 4];
+  for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
+    const int64_t mr = std::min(kRowsPerPass, m - r0);
+    for (int64_t o = o_begin; o < o_end; o += 4) {
+      const int64_t n = std::min<int64_t>(4, o_end - o);
+      WeightRow<typename R::E> rows[4];
+      for (int j = 0; j < 4; ++j) rows[j] = weight_row<typename R::E>(w, o + std::min<int64_t>(j, n - 1));
+      dot_rows<V, R>(x + r0, mr, rows, w.n_in, seg, out);
+      for (int64_t i = 0; i < mr; ++i)
+        for (int64_t j = 0; j < n; ++j) y[(r0 + i) * ldy + (o - o_begin + j)] = out[i * 4 + j];
+    }
+  }
+}
+
+template <class V, DType T>
+void swiglu_block_t(const float* const* x, int64_t m, const LinearWeight& gate, const LinearWeight& up,
+                    int64_t o_begin, int64_t o_end, float* y, int64_t ldy) {
+  using R = WeightReader<V, T>;
+  const int64_t seg = R::kScaled ? gate.block_cols : gate.n_in;
+  float out[kRowsPerPass * 4];
+  for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
+    const int64_t mr = std::min(kRowsPerPass, m - r0);
+    for (int64_t o = o_begin; o < o_end; o += 2) {
+      const int64_t o1 = std::min(o + 1, o_end - 1);
+      const WeightRow<typename R::E> rows[4] = {weight_row<typename R::E>(gate, o), weight_row<typename R::E>(gate, o1),
+                                                weight_row<typename R::E>(up, o), weight_row<typename R::E>(up, o1)};
+      dot_rows<V, R>(x + r0, mr, rows, gate.n_in, seg, out);
+      for (int64_t i = 0; i < mr; ++i)
+        for (int64_t j = 0; j <= o1 - o; ++j) {
+          const float g = out[i * 4 + j], u = out[i * 4 + 2 + j];
+          y[(r0 + i) * ldy + (o - o_begin + j)] = g / (1.0f + std::exp(-g)) * u;
+        }
+    }
+  }
+}
+
+// Outer layout: acc[i][j] (MR rows x NC vectors of columns) += x[i][d] * W[row0 + d][c...],
+// d ascending. `n_valid` limits the last columns (a tail tile).
+template <class V, class R, int MR>
+inline void outer_tile(const float* const* x, int64_t n_d, const LinearWeight& w, int64_t row0, int64_t c0,
+                       int n_valid, float* y, int64_t ldy) {
+  using F = typename V::F;
+  constexpr int NC = 4;
+  const bool full = n_valid >= NC * V::kW;
+  F acc[MR][NC];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NC; ++j) acc[i][j] = V::zero();
+  for (int64_t d = 0; d < n_d; ++d) {
+    const WeightRow<typename R::E> row = weight_row<typename R::E>(w, row0 + d);
+    F wv[NC];
+#pragma GCC unroll 4
+    for (int j = 0; j < NC; ++j) {
+      const int64_t c = c0 + j * V::kW;
+      const int n = std::clamp(n_valid - j * V::kW, 0, V::kW);
+      wv[j] = full ? R::load(row.data + c) : R::load_n(row.data + c, n);
+      if constexpr (R::kScaled) wv[j] = V::mul(wv[j], V::bcast(row.scales[c / w.block_cols] * 256.0f));
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i) {
+      const F xb = V::bcast(x[i][d]);
+#pragma GCC unroll 4
+      for (int j = 0; j < NC; ++j) acc[i][j] = V::fma(xb, wv[j], acc[i][j]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NC; ++j) {
+      const int n = std::clamp(n_valid - j * V::kW, 0, V::kW);
+      if (n == V::kW) V::store(y + i * ldy + j * V::kW, acc[i][j]);
+      else if (n > 0) V::store_n(y + i * ldy + j * V::kW, acc[i][j], n);
+    }
+}
+
+template <class V, DType T>
+void outer_block_t(const float* const* x, int64_t m, int64_t n_d, const LinearWeight& w, int64_t row0,
+                   int64_t c_begin, int64_t c_end, float* y, int64_t ldy) {
+  using R = WeightReader<V, T>;
+  constexpr int64_t kCols = 4 * V::kW;
+  for (int64_t c = c_begin; c < c_end; c += kCols) {
+    const int n_valid = int(std::min(kCols, c_end - c));
+    int64_t r = 0;
+    float* yc = y + (c - c_begin);
+    for (; r + 4 <= m; r += 4) outer_tile<V, R, 4>(x + r, n_d, w, row0, c, n_valid, yc + r * ldy, ldy);
+    switch (m - r) {
+      case 3: outer_tile<V, R, 3>(x + r, n_d, w, row0, c, n_valid, yc + r * ldy, ldy); break;
+      case 2: outer_tile<V, R, 2>(x + r, n_d, w, row0, c, n_valid, yc + r * ldy, ldy); break;
+      case 1: outer_tile<V, R, 1>(x + r, n_d, w, row0, c, n_valid, yc + r * ldy, ldy); break;
+      default: break;
+    }
+  }
+}
+
+// Entry points dispatching on the weight dtype.
+template <class V>
+void linear_block(const float* const* x, int64_t m, const LinearWeight& w, int64_t o_begin, int64_t o_end, float* y,
+                  int64_t ldy) {
+  switch (w.dtype) {
+    case DType::F32: return linear_block_t<V, DType::F32>(x, m, w, o_begin, o_end, y, ldy);
+    case DType::BF16: return linear_block_t<V, DType::BF16>(x, m, w, o_begin, o_end, y, ldy);
+    case DType::F16: return linear_block_t<V, DType::F16>(x, m, w, o_begin, o_end, y, ldy);
+    case DType::F8_E4M3: return linear_block_t<V, DType::F8_E4M3>(x, m, w, o_begin, o_end, y, ldy);
+  }
+}
+
+template <class V>
+void swiglu_block(const float* const* x, int64_t m, const LinearWeight& gate, const LinearWeight& up,
+                  int64_t o_begin, int64_t o_end, float* y, int64_t ldy) {
+  switch (gate.dtype) {
+    case DType::F32: return swiglu_block_t<V, DType::F32>(x, m, gate, up, o_begin, o_end, y, ldy);
+    case DType::BF16: return swiglu_block_t<V, DType::BF16>(x, m, gate, up, o_begin, o_end, y, ldy);
+    case DType::F16: return swiglu_block_t<V, DType::F16>(x, m, gate, up, o_begin, o_end, y, ldy);
+    case DType::F8_E4M3: return swiglu_block_t<V, DType::F8_E4M3>(x, m, gate, up, o_begin, o_end, y, ldy);
+  }
+}
+
+template <class V>
+void outer_block(const float* const* x, int64_t m, int64_t n_d, const LinearWeight& w, int64_t row0, int64_t c_begin,
+                 int64_t c_end, float* y, int64_t ldy) {
+  switch (w.dtype) {
+    case DType::F32: return outer_block_t<V, DType::F32>(x, m, n_d, w, row0, c_begin, c_end, y, ldy);
+    case DType::BF16: return outer_block_t<V, DType::BF16>(x, m, n_d, w, row0, c_begin, c_end, y, ldy);
+    case DType::F16: return outer_block_t<V, DType::F16>(x, m, n_d, w, row0, c_begin, c_end, y, ldy);
+    case DType::F8_E4M3: return outer_block_t<V, DType::F8_E4M3>(x, m, n_d, w, row0, c_begin, c_end, y, ldy);
+  }
+}
+
+}  // namespace
+}  // namespace deepinfer::cpu

@@ -1,0 +1,18 @@
+// Runtime choice of the CPU instruction set the kernels use. The best set the CPU supports is
+// chosen once; DEEPINFER_CPU_ISA=portable|avx2|avx512 lowers it (never raises it). Tests and
+// benchmarks may switch it with set_active_isa() while no kernel runs. Results are bitwise
+// reproducible for a given ISA; different ISAs may differ in the last bits.
+#pragma once
+
+#include <string_view>
+
+namespace deepinfer::cpu {
+
+enum class Isa { kPortable, kAvx2, kAvx512 };
+
+std::string_view isa_name(Isa isa);
+Isa best_supported_isa();  // what this CPU can run
+Isa active_isa();          // what the kernels use now
+bool set_active_isa(Isa isa);  // false (and no change) if the CPU cannot run `isa`
+
+}  // namespace deepinfer::cpu

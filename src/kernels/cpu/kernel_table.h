@@ -1,0 +1,54 @@
+// The per-ISA kernel entry points (kernels_<isa>.cpp), chosen at run time by isa.h. Drivers
+// (gemm.cpp, mla_attention.cpp) split work across threads and call these on blocks; each
+// block computes every output element with a fixed reduction order that depends only on the
+// element's own inputs, so any blocking or thread count gives bitwise identical results.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/cpu/isa.h"
+#include "kernels/ops.h"
+
+namespace deepinfer::cpu {
+
+// Per-thread buffers of the attention kernel, grown on demand and reused.
+struct AttendScratch {
+  std::vector<float> keys;    // [kAttendKeyBlock, kv_lora_rank + qk_rope_head_dim], f32
+  std::vector<float> scores;  // [heads, kAttendKeyBlock]
+  std::vector<float> run_max, run_sum;  // [heads]
+};
+
+// Keys are processed in blocks at fixed absolute positions [i * kAttendKeyBlock, ...), with an
+// online softmax across blocks; the blocking is part of each row's reduction order.
+constexpr int kAttendKeyBlock = 64;
+
+struct KernelTable {
+  // y[r * ldy + (o - o_begin)] = dot(x_rows[r][0, n_in), W[o]) for r < m, o in [o_begin, o_end).
+  void (*linear_block)(const float* const* x_rows, int64_t m, const LinearWeight& w, int64_t o_begin, int64_t o_end,
+                       float* y, int64_t ldy);
+  // y[r * ldy + (o - o_begin)] = silu(x . gate[o]) * (x . up[o]) for r < m, o in [o_begin, o_end).
+  void (*swiglu_block)(const float* const* x_rows, int64_t m, const LinearWeight& gate, const LinearWeight& up,
+                       int64_t o_begin, int64_t o_end, float* y, int64_t ldy);
+  // y[r * ldy + (c - c_begin)] = sum_{d < n_d} x_rows[r][d] * W[row0 + d][c] for r < m,
+  // c in [c_begin, c_end); c_begin a multiple of 64.
+  void (*outer_block)(const float* const* x_rows, int64_t m, int64_t n_d, const LinearWeight& w, int64_t row0,
+                      int64_t c_begin, int64_t c_end, float* y, int64_t ldy);
+  // Attention of batch row `row` (of sequence s) for heads [h0, h1) (see MlaAttentionParams).
+  void (*mla_attend_row)(const MlaAttentionParams& p, const BatchSequence& s, int64_t row, int h0, int h1,
+                         AttendScratch& scratch);
+};
+
+extern const KernelTable kPortableKernels;
+extern const KernelTable kAvx2Kernels;
+extern const KernelTable kAvx512Kernels;
+
+inline const KernelTable& kernels() {
+  switch (active_isa()) {
+    case Isa::kAvx512: return kAvx512Kernels;
+    case Isa::kAvx2: return kAvx2Kernels;
+    default: return kPortableKernels;
+  }
+}
+
+}  // namespace deepinfer::cpu

@@ -1,0 +1,12 @@
+// The kernel table for the avx2 instruction set (compiled with its own target flags; see
+// src/kernels/CMakeLists.txt). Only entered when the CPU supports it (isa.h).
+#include "kernels/cpu/simd_avx2.h"
+#include "kernels/cpu/gemm_kernels.h"
+#include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/mla_attention_kernels.h"
+
+namespace deepinfer::cpu {
+
+const KernelTable kAvx2Kernels = {&linear_block<Avx2>, &swiglu_block<Avx2>, &outer_block<Avx2>, &mla_attend_row<Avx2>};
+
+}  // namespace deepinfer::cpu

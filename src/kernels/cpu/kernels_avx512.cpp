@@ -1,0 +1,12 @@
+// The kernel table for the avx512 instruction set (compiled with its own target flags; see
+// src/kernels/CMakeLists.txt). Only entered when the CPU supports it (isa.h).
+#include "kernels/cpu/simd_avx512.h"
+#include "kernels/cpu/gemm_kernels.h"
+#include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/mla_attention_kernels.h"
+
+namespace deepinfer::cpu {
+
+const KernelTable kAvx512Kernels = {&linear_block<Avx512>, &swiglu_block<Avx512>, &outer_block<Avx512>, &mla_attend_row<Avx512>};
+
+}  // namespace deepinfer::cpu

@@ -1,0 +1,12 @@
+// The kernel table for the portable instruction set (compiled with its own target flags; see
+// src/kernels/CMakeLists.txt). Only entered when the CPU supports it (isa.h).
+#include "kernels/cpu/simd_portable.h"
+#include "kernels/cpu/gemm_kernels.h"
+#include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/mla_attention_kernels.h"
+
+namespace deepinfer::cpu {
+
+const KernelTable kPortableKernels = {&linear_block<Portable>, &swiglu_block<Portable>, &outer_block<Portable>, &mla_attend_row<Portable>};
+
+}  // namespace deepinfer::cpu

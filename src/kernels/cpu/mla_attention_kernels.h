@@ -1,0 +1,237 @@
+// Absorbed MLA attention for one batch row over its sequence's paged cache, written once over a
+// SIMD traits type V (simd_*.h) and instantiated per ISA by kernels_<isa>.cpp.
+//
+// Keys are read in blocks of kAttendKeyBlock positions at fixed absolute offsets, widened to f32
+// once and shared by all of the task's heads. Per head: scores of the block, an online-softmax
+// update (running max and sum), and out = out * alpha + sum_t p[t] * latent[t]. The order of
+// every reduction depends only on the row's own position, never on the batch or head grouping.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/cpu/kernel_table.h"
+#include "kernels/ops.h"
+
+namespace deepinfer::cpu {
+namespace {
+
+// e^x, |relative error| < 2e-7 for x in [-87, 88]; inputs are clamped to that range.
+template <class V>
+typename V::F vexp(typename V::F x) {
+  using F = typename V::F;
+  x = V::max(V::min(x, V::bcast(88.0f)), V::bcast(-87.33f));
+  const F n = V::round(V::mul(x, V::bcast(1.44269504f)));
+  F r = V::fma(n, V::bcast(-0.693359375f), x);
+  r = V::fma(n, V::bcast(2.12194440e-4f), r);
+  F p = V::bcast(1.9875691500e-4f);
+  p = V::fma(p, r, V::bcast(1.3981999507e-3f));
+  p = V::fma(p, r, V::bcast(8.3334519073e-3f));
+  p = V::fma(p, r, V::bcast(4.1665795894e-2f));
+  p = V::fma(p, r, V::bcast(1.6666665459e-1f));
+  p = V::fma(p, r, V::bcast(5.0000001201e-1f));
+  p = V::fma(p, V::mul(r, r), V::add(r, V::bcast(1.0f)));
+  return V::scale_pow2(p, n);
+}
+
+// dst[0, n) = f32 of bf16 src[0, n).
+template <class V>
+void widen_bf16(const uint16_t* src, int n, float* dst) {
+  int i = 0;
+  for (; i + V::kW <= n; i += V::kW) V::store(dst + i, V::from_bf16(src + i));
+  if (i < n) V::store_n(dst + i, V::from_bf16_n(src + i, n - i), n - i);
+}
+
+// keys[t] = [latent | k_pe] of positions [t0, t0 + n_t) as f32.
+template <class V>
+void load_key_block(const MlaAttentionParams& p, const BatchSequence& s, int32_t t0, int n_t, float* keys) {
+  const int c = p.layout.kv_lora_rank, rd = p.layout.qk_rope_head_dim, dk = c + rd;
+  const size_t bpt = p.layout.bytes_per_token();
+  for (int t = 0; t < n_t; ++t) {
+    const int32_t pos = t0 + t;
+    const uint8_t* entry =
+        p.cache + (size_t(s.block_table[pos / p.block_size]) * size_t(p.block_size) + size_t(pos % p.block_size)) * bpt;
+    float* dst = keys + size_t(t) * dk;
+    switch (p.layout.dtype) {
+      case DType::F32:
+        std::memcpy(dst, entry, size_t(dk) * 4);
+        break;
+      case DType::BF16:
+        widen_bf16<V>(reinterpret_cast<const uint16_t*>(entry), dk, dst);
+        break;
+      default: {  // F8_E4M3: groups of e4m3 with f32 scales, then the bf16 rope part
+        const int group = MlaCacheLayout::kFp8GroupSize, n_groups = (c + group - 1) / group;
+        const float* scales = reinterpret_cast<const float*>(entry + c);
+        for (int g = 0; g < n_groups; ++g) {
+          const typename V::F sc = V::bcast(scales[g] * 256.0f);
+          const int end = std::min(c, (g + 1) * group);
+          int i = g * group;
+          for (; i + V::kW <= end; i += V::kW) V::store(dst + i, V::mul(V::from_fp8(entry + i), sc));
+          if (i < end) V::store_n(dst + i, V::mul(V::from_fp8_n(entry + i, end - i), sc), end - i);
+        }
+        widen_bf16<V>(reinterpret_cast<const uint16_t*>(entry + c + n_groups * 4), rd, dst + c);
+      }
+    }
+  }
+}
+
+// acc[i][j] += a[i][0, n) * b[j][0, n), lane-wise.
+template <class V, int MR, int NR>
+inline void accumulate_dots(const float* const* a, const float* const* b, int n, typename V::F (&acc)[MR][NR]) {
+  int k = 0;
+  for (; k + V::kW <= n; k += V::kW) {
+    typename V::F bv[NR];
+#pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) bv[j] = V::load(b[j] + k);
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      const typename V::F av = V::load(a[i] + k);
+#pragma GCC unroll 4
+      for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(av, bv[j], acc[i][j]);
+    }
+  }
+  if (k < n) {
+    typename V::F bv[NR];
+#pragma GCC unroll 4
+    for (int j = 0; j < NR; ++j) bv[j] = V::load_n(b[j] + k, n - k);
+#pragma GCC unroll 4
+    for (int i = 0; i < MR; ++i) {
+      const typename V::F av = V::load_n(a[i] + k, n - k);
+#pragma GCC unroll 4
+      for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(av, bv[j], acc[i][j]);
+    }
+  }
+}
+
+template <class V>
+void mla_attend_row(const MlaAttentionParams& p, const BatchSequence& s, int64_t row, int h0, int h1,
+                    AttendScratch& ws) {
+  using F = typename V::F;
+  constexpr int T = kAttendKeyBlock;
+  const int c = p.layout.kv_lora_rank, rd = p.layout.qk_rope_head_dim, dk = c + rd;
+  const int n_h = h1 - h0;
+  const int32_t n_keys = p.batch->positions[size_t(row)] + 1;  // causal: positions [0, own]
+  ws.keys.resize(size_t(T) * size_t(dk));
+  ws.scores.resize(size_t(n_h) * T);
+  ws.run_max.assign(size_t(n_h), -INFINITY);
+  ws.run_sum.assign(size_t(n_h), 0.0f);
+  float alpha[4];
+
+  auto q_lat = [&](int h) { return p.q_latent + (row * p.n_heads + h0 + h) * c; };
+  auto q_pe = [&](int h) { return p.q_pe + row * p.ld_q_pe_row + (h0 + h) * p.ld_q_pe_head; };
+  auto out = [&](int h) { return p.out_latent + (row * p.n_heads + h0 + h) * c; };
+  for (int h = 0; h < n_h; ++h) std::fill_n(out(h), c, 0.0f);
+
+  for (int32_t t0 = 0; t0 < n_keys; t0 += T) {
+    const int n_t = std::min<int32_t>(T, n_keys - t0);
+    load_key_block<V>(p, s, t0, n_t, ws.keys.data());
+    const float* keys = ws.keys.data();
+
+    // Scores: tiles of 4 heads x 4 keys (short tiles repeat their last member).
+    for (int hb = 0; hb < n_h; hb += 4) {
+      const float* ql[4];
+      const float* qp[4];
+      for (int i = 0; i < 4; ++i) {
+        const int h = std::min(hb + i, n_h - 1);
+        ql[i] = q_lat(h);
+        qp[i] = q_pe(h);
+      }
+      for (int tb = 0; tb < n_t; tb += 4) {
+        const float* kl[4];
+        const float* kp[4];
+        for (int j = 0; j < 4; ++j) {
+          kl[j] = keys + size_t(std::min(tb + j, n_t - 1)) * dk;
+          kp[j] = kl[j] + c;
+        }
+        F acc[4][4];
+        for (auto& a : acc)
+          for (auto& e : a) e = V::zero();
+        accumulate_dots<V, 4, 4>(ql, kl, c, acc);
+        accumulate_dots<V, 4, 4>(qp, kp, rd, acc);
+        for (int i = 0; i < 4 && hb + i < n_h; ++i)
+          for (int j = 0; j < 4 && tb + j < n_t; ++j)
+            ws.scores[size_t(hb + i) * T + size_t(tb + j)] = V::hsum(acc[i][j]) * p.softmax_scale;
+      }
+    }
+
+    // Softmax update and values, 4 heads at a time.
+    for (int hb = 0; hb < n_h; hb += 4) {
+      const int n_hb = std::min(4, n_h - hb);
+      for (int i = 0; i < n_hb; ++i) {
+        float* sc = ws.scores.data() + size_t(hb + i) * T;
+        F mx = V::bcast(-INFINITY);
+        int t = 0;
+        for (; t + V::kW <= n_t; t += V::kW) mx = V::max(mx, V::load(sc + t));
+        float m_blk = V::hmax(mx);
+        for (; t < n_t; ++t) m_blk = std::max(m_blk, sc[t]);
+        float& m_run = ws.run_max[size_t(hb + i)];
+        const float m_new = std::max(m_run, m_blk);
+        alpha[i] = std::exp(m_run - m_new);
+        m_run = m_new;
+        const F mv = V::bcast(m_new);
+        F sum = V::zero();
+        for (t = 0; t + V::kW <= n_t; t += V::kW) {
+          const F e = vexp<V>(V::add(V::load(sc + t), V::mul(mv, V::bcast(-1.0f))));
+          V::store(sc + t, e);
+          sum = V::add(sum, e);
+        }
+        if (t < n_t) {
+          const F e = vexp<V>(V::add(V::load_n(sc + t, n_t - t), V::mul(mv, V::bcast(-1.0f))));
+          V::store_n(sc + t, e, n_t - t);
+          sum = V::add(sum, V::load_n(sc + t, n_t - t));
+        }
+        ws.run_sum[size_t(hb + i)] = ws.run_sum[size_t(hb + i)] * alpha[i] + V::hsum(sum);
+      }
+      const float* pr[4];
+      float* o[4];
+      F al[4];
+      for (int i = 0; i < 4; ++i) {
+        const int h = hb + std::min(i, n_hb - 1);
+        pr[i] = ws.scores.data() + size_t(h) * T;
+        o[i] = out(h);
+        al[i] = V::bcast(alpha[std::min(i, n_hb - 1)]);
+      }
+      constexpr int NC = 4;
+      for (int cb = 0; cb < c; cb += NC * V::kW) {
+        const int n_valid = std::min(NC * V::kW, c - cb);
+        F acc[4][NC];
+        for (int i = 0; i < 4; ++i)
+          for (int j = 0; j < NC; ++j) {
+            const int n = std::clamp(n_valid - j * V::kW, 0, V::kW);
+            acc[i][j] = V::mul(V::load_n(o[i] + cb + j * V::kW, n), al[i]);
+          }
+        const bool full = n_valid == NC * V::kW;
+        for (int t = 0; t < n_t; ++t) {
+          const float* lat = keys + size_t(t) * dk + cb;
+          F lv[NC];
+#pragma GCC unroll 4
+          for (int j = 0; j < NC; ++j)
+            lv[j] = full ? V::load(lat + j * V::kW) : V::load_n(lat + j * V::kW, std::clamp(n_valid - j * V::kW, 0, V::kW));
+#pragma GCC unroll 4
+          for (int i = 0; i < 4; ++i) {
+            const F pv = V::bcast(pr[i][t]);
+#pragma GCC unroll 4
+            for (int j = 0; j < NC; ++j) acc[i][j] = V::fma(pv, lv[j], acc[i][j]);
+          }
+        }
+        for (int i = 0; i < n_hb; ++i)
+          for (int j = 0; j < NC; ++j) {
+            const int n = std::clamp(n_valid - j * V::kW, 0, V::kW);
+            if (n > 0) V::store_n(o[i] + cb + j * V::kW, acc[i][j], n);
+          }
+      }
+    }
+  }
+  for (int h = 0; h < n_h; ++h) {
+    const F inv = V::bcast(1.0f / ws.run_sum[size_t(h)]);
+    float* o = out(h);
+    int i = 0;
+    for (; i + V::kW <= c; i += V::kW) V::store(o + i, V::mul(V::load(o + i), inv));
+    if (i < c) V::store_n(o + i, V::mul(V::load_n(o + i, c - i), inv), c - i);
+  }
+}
+
+}  // namespace
+}  // namespace deepinfer::cpu

@@ -1,0 +1,142 @@
+// MoE: rows grouped by expert (a counting sort, rows ascending within an expert), then one
+// parallel region runs gate+up+SiLU for every (expert, column block), the down projections,
+// and the per-row weighted sum in increasing expert id. The shared experts are one more group
+// holding every row. Scratch buffers live per calling thread and are reused across calls.
+#include "kernels/cpu/moe.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/check.h"
+#include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/work_split.h"
+
+namespace deepinfer::cpu {
+namespace {
+
+struct Group {  // one expert's rows: assignments [begin, begin + n) of the sorted order
+  const MlpWeightRefs* mlp;
+  int64_t begin, n;
+};
+
+struct Task {  // columns [o0, o1) of group g
+  int g;
+  int64_t o0, o1;
+};
+
+struct MoeScratch {
+  std::vector<int64_t> count;        // [n_experts + 1]
+  std::vector<int64_t> slot;         // [m, top_k]: sorted index of the row's j-th assignment
+  std::vector<const float*> x_rows;  // [n_assign]: input row of each sorted assignment
+  std::vector<const float*> act_rows;
+  std::vector<float> act;            // [n_assign, ld_act]
+  std::vector<float> out;            // [n_assign, hidden]
+  std::vector<Group> groups;
+  std::vector<Task> up_tasks, down_tasks;
+};
+
+// The calling thread's scratch; OpenMP workers must use the caller's, through a reference.
+MoeScratch& moe_scratch() {
+  thread_local MoeScratch s;
+  return s;
+}
+
+void add_tasks(std::vector<Task>& tasks, int g, int64_t n_out, int64_t nb) {
+  for (int64_t o = 0; o < n_out; o += nb) tasks.push_back({g, o, std::min(n_out, o + nb)});
+}
+
+}  // namespace
+
+void moe(const MoeParams& p) {
+  if (p.m == 0) return;
+  DI_CHECK(p.x && p.y && p.experts && p.expert_ids && p.expert_weights && p.n_experts > 0 && p.top_k > 0);
+  const LinearWeight& g0 = *p.experts[0].gate;
+  const int64_t d = g0.n_in, inter = g0.n_out, m = p.m, k = p.top_k;
+  DI_CHECK(p.ldx >= d && p.ldy >= d);
+  const int64_t inter_shared = p.shared ? p.shared->gate->n_out : 0;
+  const int64_t ld_act = std::max(inter, inter_shared);
+  const int64_t n_assign = m * k + (p.shared ? m : 0);
+
+  DI_CHECK(k <= 64);
+  MoeScratch& s = moe_scratch();
+  s.count.assign(size_t(p.n_experts) + 1, 0);
+  for (int64_t i = 0; i < m * k; ++i) {
+    DI_CHECK(p.expert_ids[i] >= 0 && p.expert_ids[i] < p.n_experts);
+    ++s.count[size_t(p.expert_ids[i]) + 1];
+  }
+  for (int e = 0; e < p.n_experts; ++e) s.count[size_t(e) + 1] += s.count[size_t(e)];
+  s.slot.resize(size_t(m * k));
+  s.x_rows.resize(size_t(n_assign));
+  s.act_rows.resize(size_t(n_assign));
+  s.act.resize(size_t(n_assign * ld_act));
+  s.out.resize(size_t(n_assign * d));
+  {
+    std::vector<int64_t>& next = s.count;  // advanced to each expert's end, then shifted back
+    for (int64_t r = 0; r < m; ++r)
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t at = next[size_t(p.expert_ids[r * k + j])]++;
+        s.slot[size_t(r * k + j)] = at;
+        s.x_rows[size_t(at)] = p.x + r * p.ldx;
+      }
+    for (int e = p.n_experts; e > 0; --e) next[size_t(e)] = next[size_t(e) - 1];
+    next[0] = 0;
+  }
+  if (p.shared)
+    for (int64_t r = 0; r < m; ++r) s.x_rows[size_t(m * k + r)] = p.x + r * p.ldx;
+  for (int64_t i = 0; i < n_assign; ++i) s.act_rows[size_t(i)] = s.act.data() + i * ld_act;
+
+  s.groups.clear();
+  for (int e = 0; e < p.n_experts; ++e) {
+    const int64_t n = s.count[size_t(e) + 1] - s.count[size_t(e)];
+    if (n > 0) s.groups.push_back({&p.experts[e], s.count[size_t(e)], n});
+  }
+  if (p.shared) s.groups.push_back({p.shared, m * k, m});
+  s.up_tasks.clear();
+  s.down_tasks.clear();
+  for (int g = 0; g < int(s.groups.size()); ++g) {
+    const MlpWeightRefs& w = *s.groups[size_t(g)].mlp;
+    DI_CHECK(w.gate->n_in == d && w.down->n_out == d && w.down->n_in == w.gate->n_out);
+    DI_CHECK(w.up->dtype == w.gate->dtype && w.up->n_out == w.gate->n_out && w.up->n_in == d);
+    add_tasks(s.up_tasks, g, w.gate->n_out, column_block(w.gate->n_out, 2 * d * int64_t(dtype_size(w.gate->dtype))));
+    add_tasks(s.down_tasks, g, d, column_block(d, w.down->n_in * int64_t(dtype_size(w.down->dtype))));
+  }
+
+  const KernelTable& kt = kernels();
+#pragma omp parallel
+  {
+#pragma omp for schedule(dynamic, 1)
+    for (size_t t = 0; t < s.up_tasks.size(); ++t) {
+      const Task& task = s.up_tasks[t];
+      const Group& g = s.groups[size_t(task.g)];
+      kt.swiglu_block(s.x_rows.data() + g.begin, g.n, *g.mlp->gate, *g.mlp->up, task.o0, task.o1,
+                      s.act.data() + g.begin * ld_act + task.o0, ld_act);
+    }
+#pragma omp for schedule(dynamic, 1)
+    for (size_t t = 0; t < s.down_tasks.size(); ++t) {
+      const Task& task = s.down_tasks[t];
+      const Group& g = s.groups[size_t(task.g)];
+      kt.linear_block(s.act_rows.data() + g.begin, g.n, *g.mlp->down, task.o0, task.o1,
+                      s.out.data() + g.begin * d + task.o0, d);
+    }
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < m; ++r) {
+      int64_t order[64];  // the row's assignment indices j, by increasing expert id
+      for (int64_t j = 0; j < k; ++j) order[j] = j;
+      std::sort(order, order + k, [&](int64_t a, int64_t b) { return p.expert_ids[r * k + a] < p.expert_ids[r * k + b]; });
+      float* y = p.y + r * p.ldy;
+      std::fill_n(y, d, 0.0f);
+      for (int64_t i = 0; i < k; ++i) {
+        const int64_t j = order[i];
+        const float wt = p.expert_weights[r * k + j];
+        const float* src = s.out.data() + s.slot[size_t(r * k + j)] * d;
+        for (int64_t c = 0; c < d; ++c) y[c] += src[c] * wt;
+      }
+      if (p.shared) {
+        const float* src = s.out.data() + (m * k + r) * d;
+        for (int64_t c = 0; c < d; ++c) y[c] += src[c];
+      }
+    }
+  }
+}
+
+}  // namespace deepinfer::cpu

@@ -1,0 +1,59 @@
+// 16-lane f32 vectors on AVX-512 (F, BW, VL). Included only by the *_avx512.cpp kernels, which
+// are compiled for AVX-512 and run only where the CPU has it. The lane-count contract shared by
+// all simd_*.h: kW lanes; load_n/store_n touch only the first n < kW lanes (others read as 0).
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+namespace deepinfer::cpu {
+
+struct Avx512 {
+  using F = __m512;
+  static constexpr int kW = 16;
+
+  static F zero() { return _mm512_setzero_ps(); }
+  static F bcast(float v) { return _mm512_set1_ps(v); }
+  static F load(const float* p) { return _mm512_loadu_ps(p); }
+  static F load_n(const float* p, int n) { return _mm512_maskz_loadu_ps(mask(n), p); }
+  static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
+  static void store_n(float* p, F v, int n) { _mm512_mask_storeu_ps(p, mask(n), v); }
+  static F add(F a, F b) { return _mm512_add_ps(a, b); }
+  static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }
+  static F max(F a, F b) { return _mm512_max_ps(a, b); }
+  static F min(F a, F b) { return _mm512_min_ps(a, b); }
+  static F round(F a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC); }
+  static F scale_pow2(F a, F n) { return _mm512_scalef_ps(a, n); }  // a * 2^n, n integral
+  static float hsum(F v) {  // fixed tree: halves added pairwise down to one lane
+    __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+    __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+    q = _mm_add_ss(q, _mm_movehdup_ps(q));
+    return _mm_cvtss_f32(q);
+  }
+  static float hmax(F v) { return _mm512_reduce_max_ps(v); }
+
+  // bf16 -> f32 is exact: the bits go to the high half.
+  static F from_bf16(const uint16_t* p) { return widen_bf16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static F from_bf16_n(const uint16_t* p, int n) { return widen_bf16(_mm256_maskz_loadu_epi16(mask(n), p)); }
+  static F from_f16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static F from_f16_n(const uint16_t* p, int n) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask(n), p)); }
+  // e4m3 -> exactly (value * 2^-8): sign to bit 15, exponent and mantissa to bits 13..7 of an
+  // f16, whose exponent bias is 8 more than e4m3's (subnormals included). NaN codes are not
+  // preserved; weights and caches hold none.
+  static F from_fp8(const uint8_t* p) { return widen_fp8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static F from_fp8_n(const uint8_t* p, int n) { return widen_fp8(_mm_maskz_loadu_epi8(mask(n), p)); }
+
+ private:
+  static __mmask16 mask(int n) { return __mmask16((1u << n) - 1u); }
+  static F widen_bf16(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+  static F widen_fp8(__m128i b) {
+    const __m256i w = _mm256_slli_epi16(_mm256_cvtepu8_epi16(b), 8);
+    const __m256i h = _mm256_and_si256(_mm256_srai_epi16(w, 1), _mm256_set1_epi16(int16_t(0xbfff)));
+    return _mm512_cvtph_ps(h);
+  }
+};
+
+}  // namespace deepinfer::cpu

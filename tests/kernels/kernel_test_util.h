@@ -1,0 +1,106 @@
+// Shared pieces of the kernel tests: random weights of every stored dtype, a plain scalar
+// reference (double accumulation over dequantized weights), and the ISAs this CPU can run.
+#pragma once
+
+#include <omp.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "core/dtype.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/vec.h"
+#include "kernels/ops.h"
+
+namespace deepinfer::test {
+
+inline std::vector<cpu::Isa> supported_isas() {
+  std::vector<cpu::Isa> out;
+  for (cpu::Isa isa : {cpu::Isa::kPortable, cpu::Isa::kAvx2, cpu::Isa::kAvx512})
+    if (int(isa) <= int(cpu::best_supported_isa())) out.push_back(isa);
+  return out;
+}
+
+// Sets the ISA for the scope, restoring the previous one after.
+struct IsaScope {
+  cpu::Isa saved = cpu::active_isa();
+  explicit IsaScope(cpu::Isa isa) { cpu::set_active_isa(isa); }
+  ~IsaScope() { cpu::set_active_isa(saved); }
+};
+
+struct ThreadScope {
+  int saved = omp_get_max_threads();
+  explicit ThreadScope(int n) { omp_set_num_threads(n); }
+  ~ThreadScope() { omp_set_num_threads(saved); }
+};
+
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+// A weight of the given dtype with random values; owns its storage.
+struct TestWeight {
+  LinearWeight w;
+  std::vector<uint8_t> bytes;
+  std::vector<float> scales;
+
+  TestWeight(DType dtype, int64_t n_out, int64_t n_in, uint32_t seed) {
+    w.dtype = dtype;
+    w.n_out = n_out;
+    w.n_in = n_in;
+    const std::vector<float> vals = random_floats(size_t(n_out * n_in), seed, 1.0f / std::sqrt(float(n_in)));
+    bytes.resize(size_t(n_out * n_in) * dtype_size(dtype));
+    std::mt19937 rng(seed + 1);
+    for (size_t i = 0; i < vals.size(); ++i) {
+      switch (dtype) {
+        case DType::F32: reinterpret_cast<float*>(bytes.data())[i] = vals[i]; break;
+        case DType::BF16: reinterpret_cast<uint16_t*>(bytes.data())[i] = f32_to_bf16(vals[i]); break;
+        case DType::F16: {  // random finite halves of magnitude below 2
+          uint16_t h = uint16_t(rng() & 0xbfff);
+          reinterpret_cast<uint16_t*>(bytes.data())[i] = h;
+          break;
+        }
+        case DType::F8_E4M3: {
+          uint8_t b = uint8_t(rng());
+          if ((b & 0x7f) == 0x7f) b &= 0xfe;  // no NaN codes
+          bytes[i] = b;
+          break;
+        }
+      }
+    }
+    w.data = bytes.data();
+    if (dtype == DType::F8_E4M3) {
+      const int64_t sr = (n_out + w.block_rows - 1) / w.block_rows, sc = (n_in + w.block_cols - 1) / w.block_cols;
+      scales = random_floats(size_t(sr * sc), seed + 2, 1e-3f);
+      for (float& s : scales) s = std::fabs(s) + 1e-4f;
+      w.scale_inv = scales.data();
+    }
+  }
+  TestWeight(const TestWeight&) = delete;
+};
+
+// Row `o` of W as f32.
+inline std::vector<float> weight_row(const LinearWeight& w, int64_t o) {
+  std::vector<float> row(size_t(w.n_in));
+  cpu::dequant_row(w, o, row.data());
+  return row;
+}
+
+inline double ref_dot(const float* x, const std::vector<float>& w) {
+  double acc = 0;
+  for (size_t i = 0; i < w.size(); ++i) acc += double(x[i]) * double(w[i]);
+  return acc;
+}
+
+// |got - want| within a relative tolerance of the magnitude `scale` of the terms summed.
+inline bool near(double got, double want, double scale, double rel = 2e-5) {
+  return std::fabs(got - want) <= rel * (scale + std::fabs(want)) + 1e-6;
+}
+
+}  // namespace deepinfer::test
