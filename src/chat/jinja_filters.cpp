@@ -197,7 +197,7 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
          if (!v.is_dict()) error("dictsort expects a dict");
          const bool by_value = p.has(1) && p.get(1).str() == "value";
          ValueList items;
-         for (const auto& [k, e] : v.as_dict().items()) items.push_back(Value::Tuple({Value::String(k), e}));
+         for (const auto& [k, e] : v.as_dict().items()) items.push_back(Value::Tuple({k, e}));
          const bool cs = p.get(0).truthy();
          std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
            const Value kx = sort_key(x.as_list()[by_value ? 1 : 0], cs);
@@ -251,7 +251,7 @@ const std::map<std::string, FilterFn, std::less<>>& filters() {
          if (v.is_undefined()) return Value::Generator({});
          if (!v.is_dict()) error("items filter expects a mapping, got " + v.type_name());
          ValueList out;
-         for (const auto& [k, e] : v.as_dict().items()) out.push_back(Value::Tuple({Value::String(k), e}));
+         for (const auto& [k, e] : v.as_dict().items()) out.push_back(Value::Tuple({k, e}));
          return Value::Generator(std::move(out));
        }},
       {"join",
@@ -530,7 +530,7 @@ const std::map<std::string, TestFn, std::less<>>& tests() {
          Params p("in", a, {"seq"});
          const Value& seq = p.get(0);
          if (seq.is_string()) return v.is_string() && seq.as_string().find(v.as_string()) != std::string::npos;
-         if (seq.is_dict()) return v.is_string() && seq.as_dict().find(v.as_string()) != nullptr;
+         if (seq.is_dict()) return seq.as_dict().find(v) != nullptr;
          for (const Value& item : iterate(seq)) {
            if (item.equals(v)) return true;
          }

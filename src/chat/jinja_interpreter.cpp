@@ -284,9 +284,10 @@ Value Interpreter::eval(const Expr& e, const FramePtr& frame) {
     case Expr::Kind::kDict: {
       ValueDict d;
       for (size_t i = 0; i + 1 < e.items.size(); i += 2) {
-        const Value key = eval(*e.items[i], frame);
-        if (!key.is_string()) error("dict keys must be strings, not " + key.type_name());
-        d.set(key.as_string(), eval(*e.items[i + 1], frame));
+        Value key = eval(*e.items[i], frame);
+        if (key.is_sequence() && key.kind() != Value::Kind::kTuple) error("unhashable type: '" + key.type_name() + "'");
+        if (key.is_dict() || key.is_undefined()) error("unhashable type: '" + key.type_name() + "'");
+        d.set(std::move(key), eval(*e.items[i + 1], frame));
       }
       return Value::Dict(std::move(d));
     }
@@ -360,7 +361,7 @@ bool Interpreter::eval_compare(const std::string& op, const Value& a, const Valu
       if (!a.is_string()) error("'in <string>' requires string as left operand, not " + a.type_name());
       found = b.as_string().find(a.as_string()) != std::string::npos;
     } else if (b.is_dict() || b.is_namespace()) {
-      found = a.is_string() && b.as_dict().find(a.as_string()) != nullptr;
+      found = b.as_dict().find(a) != nullptr;
     } else if (b.is_sequence() || b.is_generator()) {
       for (const Value& item : b.as_list()) found = found || item.equals(a);
     } else if (!b.is_undefined()) {

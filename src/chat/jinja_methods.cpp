@@ -204,19 +204,16 @@ Value dict_method(const Value& self, const std::string& name, CallArgs& args) {
   const ValueDict& d = self.as_dict();
   if (name == "get") {
     Params p(name, args, {"key", "default"});
-    const Value& key = p.get(0);
-    if (key.is_string()) {
-      if (const Value* v = d.find(key.as_string())) return *v;
-    }
+    if (const Value* v = d.find(p.get(0))) return *v;
     return p.has(1) ? p.get(1) : Value::None();
   }
   Params p(name, args, {});
   ValueList out;
   for (const auto& [k, v] : d.items()) {
     if (name == "items") {
-      out.push_back(Value::Tuple({Value::String(k), v}));
+      out.push_back(Value::Tuple({k, v}));
     } else if (name == "keys") {
-      out.push_back(Value::String(k));
+      out.push_back(k);
     } else {
       out.push_back(v);
     }
@@ -354,12 +351,10 @@ Value get_item(const Value& obj, const Value& key) {
   switch (obj.kind()) {
     case Value::Kind::kDict:
     case Value::Kind::kNamespace:
-      if (key.is_string()) {
-        if (obj.is_dict()) {
-          if (const Value* v = obj.as_dict().find(key.as_string())) return *v;
-        }
-        return get_attribute(obj, key.as_string());
+      if (obj.is_dict()) {
+        if (const Value* v = obj.as_dict().find(key)) return *v;
       }
+      if (key.is_string()) return get_attribute(obj, key.as_string());
       return Value::Undefined("'" + obj.type_name() + " object' has no attribute " + key.repr());
     case Value::Kind::kList:
     case Value::Kind::kTuple:
@@ -411,7 +406,7 @@ ValueList iterate(const Value& v) {
       return v.as_list();
     case Value::Kind::kDict: {
       ValueList keys;
-      for (const auto& [k, e] : v.as_dict().items()) keys.push_back(Value::String(k));
+      for (const auto& [k, e] : v.as_dict().items()) keys.push_back(k);
       return keys;
     }
     case Value::Kind::kString: {

@@ -20,7 +20,7 @@ Result<Template> Template::Parse(std::string_view source) {
 
 Result<std::string> Template::render(const ValueDict& variables) const {
   auto root = std::make_shared<Frame>();
-  for (const auto& [name, value] : variables.items()) root->vars[name] = value;
+  for (const auto& [name, value] : variables.items()) root->vars[name.str()] = value;
   std::string out;
   try {
     Interpreter().render(*body_, root, out);

@@ -10,14 +10,24 @@ namespace deepinfer::chat::jinja {
 
 const Value* ValueDict::find(std::string_view key) const {
   for (const auto& [k, v] : items_) {
-    if (k == key) return &v;
+    if (k.is_string() && k.as_string() == key) return &v;
   }
   return nullptr;
 }
 
-void ValueDict::set(std::string key, Value value) {
+const Value* ValueDict::find(const Value& key) const {
+  if (key.is_string()) return find(std::string_view(key.as_string()));
+  for (const auto& [k, v] : items_) {
+    if (k.equals(key)) return &v;
+  }
+  return nullptr;
+}
+
+void ValueDict::set(std::string key, Value value) { set(Value::String(std::move(key)), std::move(value)); }
+
+void ValueDict::set(Value key, Value value) {
   for (auto& [k, v] : items_) {
-    if (k == key) {
+    if (k.equals(key)) {
       v = std::move(value);
       return;
     }
@@ -218,7 +228,7 @@ std::string Value::repr() const {
       for (const auto& [k, v] : dict_->items()) {
         if (!first) out += ", ";
         first = false;
-        out += py::repr(k) + ": " + v.repr();
+        out += k.repr() + ": " + v.repr();
       }
       return out + (kind_ == Kind::kNamespace ? "}>" : "}");
     }
@@ -401,20 +411,40 @@ bool dump(const Value& v, std::string& out, bool ensure_ascii, int indent, std::
       return true;
     }
     case Value::Kind::kDict: {
-      std::vector<const std::pair<std::string, Value>*> entries;
+      std::vector<const std::pair<Value, Value>*> entries;
       for (const auto& e : v.as_dict().items()) entries.push_back(&e);
       if (entries.empty()) {
         out += "{}";
         return true;
       }
+      // json.dumps writes str, int, float, bool and None keys as strings.
+      std::vector<std::string> keys;
+      for (const auto* e : entries) {
+        const Value& k = e->first;
+        if (k.is_string()) {
+          keys.push_back(k.as_string());
+        } else if (k.is_bool()) {
+          keys.push_back(k.as_bool() ? "true" : "false");
+        } else if (k.is_none()) {
+          keys.push_back("null");
+        } else if (k.is_number()) {
+          keys.push_back(k.repr());
+        } else {
+          error = "keys must be str, int, float, bool or None, not " + k.type_name();
+          return false;
+        }
+      }
+      std::vector<size_t> order(entries.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
       if (sort_keys) {
-        std::stable_sort(entries.begin(), entries.end(), [](auto* a, auto* b) { return a->first < b->first; });
+        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return keys[a] < keys[b]; });
       }
       out.push_back('{');
-      for (size_t i = 0; i < entries.size(); ++i) {
-        if (i) out += item_sep;
+      for (size_t n = 0; n < order.size(); ++n) {
+        const size_t i = order[n];
+        if (n) out += item_sep;
         if (indent >= 0) newline_indent(out, indent, level + 1);
-        json_escape(out, entries[i]->first, ensure_ascii);
+        json_escape(out, keys[i], ensure_ascii);
         out += key_sep;
         if (!dump(entries[i]->second, out, ensure_ascii, indent, item_sep, key_sep, sort_keys, level + 1, error)) {
           return false;

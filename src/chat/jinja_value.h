@@ -2,7 +2,8 @@
 // Jinja2 handles in transformers (None, bool, int, float, str, list, tuple, dict, namespace,
 // callables, and Jinja's Undefined). Strings, lists and dicts are immutable and shared, so
 // copying a Value is cheap; only a Namespace is mutable (its attributes, through `set ns.x`).
-// Dict keys are strings and keep insertion order, as Python dicts do.
+// Dict keys keep insertion order, as Python dicts do; they are strings (JSON, namespaces) or, from
+// template literals, any hashable value, compared with Python's == (1, 1.0 and True are one key).
 // Values are not thread-safe to share while a Namespace in them is being assigned; a render
 // builds its own.
 #pragma once
@@ -22,16 +23,18 @@ namespace deepinfer::chat::jinja {
 class Value;
 using ValueList = std::vector<Value>;
 
-// Insertion-ordered string-keyed map (a Python dict as templates build and read it).
+// Insertion-ordered map (a Python dict as templates build and read it).
 class ValueDict {
  public:
   const Value* find(std::string_view key) const;
+  const Value* find(const Value& key) const;
   void set(std::string key, Value value);  // replaces in place or appends
-  const std::vector<std::pair<std::string, Value>>& items() const { return items_; }
+  void set(Value key, Value value);
+  const std::vector<std::pair<Value, Value>>& items() const { return items_; }
   size_t size() const { return items_.size(); }
 
  private:
-  std::vector<std::pair<std::string, Value>> items_;
+  std::vector<std::pair<Value, Value>> items_;
 };
 
 // Arguments of a call: positional, then keyword in call order.

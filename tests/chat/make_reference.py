@@ -10,8 +10,8 @@ files, to record the token ids the `chat-template` CLI must print.
 Run it once when templates or cases change, and commit what it writes:
     .venv/bin/pip install transformers==4.57.1
     .venv/bin/python tests/chat/make_reference.py
-It writes tests/data/chat/reference/<template>.jsonl (one row per case and add_generation_prompt
-value: the inputs and either "rendered" or, where transformers raises, "error") and
+It writes tests/data/chat/reference/cases.json (the conversations), <template>.jsonl (one row per
+case and add_generation_prompt value: either "rendered" or, where transformers raises, "error"),
 tests/data/chat/reference/deepseek-v3-tokenized.jsonl, and renders of single Jinja features with
 the same environment into tests/data/chat/reference/jinja_snippets.jsonl.
 """
@@ -32,8 +32,11 @@ LLAMA3 = {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}
 QWEN = {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}
 MISTRAL = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
 GEMMA = {"bos_token": "<bos>", "eos_token": "<eos>", "unk_token": "<unk>", "pad_token": "<pad>"}
+# templates/llama.cpp/: the other checkpoints' templates, rendered with these placeholder tokens.
+GENERIC = {"bos_token": "<s>", "eos_token": "</s>"}
 
 # Template file -> special tokens of its checkpoint (from that checkpoint's tokenizer_config.json).
+# Llama 3.2 and Mistral Small 3.2 print today's date (strftime_now): the date is pinned below.
 SPECIAL_TOKENS = {
     "deepseek-v3.jinja": DEEPSEEK,
     "deepseek-v3.1.jinja": DEEPSEEK,
@@ -153,30 +156,40 @@ CASES = [
 
 
 def render_all():
-    from transformers.utils.chat_template_utils import render_jinja_template
+    """One jsonl per template (same relative path under reference/), the cases in cases.json."""
+    import datetime
 
+    from transformers.utils import chat_template_utils
+
+    class FixedClock(datetime.datetime):
+        @classmethod
+        def now(cls, tz=None):
+            return cls(1999, 12, 31, 23, 59, 58)
+
+    # strftime_now() renders this date; the C++ test swaps in today's (see chat_template_test.cpp).
+    chat_template_utils.datetime = FixedClock
     OUT.mkdir(parents=True, exist_ok=True)
-    for path in sorted(TEMPLATES.glob("*.jinja")):
+    with (OUT / "cases.json").open("w", encoding="utf-8") as f:
+        json.dump({name: {"messages": m, "tools": t, "kwargs": k} for name, m, t, k in CASES}, f,
+                  ensure_ascii=False, indent=1)
+    for path in sorted(TEMPLATES.rglob("*.jinja")):
+        rel = path.relative_to(TEMPLATES).as_posix()
         source = path.read_text(encoding="utf-8")
-        special = SPECIAL_TOKENS[path.name]
+        special = SPECIAL_TOKENS.get(rel, GENERIC)
         rows = []
         for name, messages, tools, kwargs in CASES:
             for agp in (False, True):
-                # Llama 3.2 prints today's date unless given one: keep the reference stable.
-                extra = dict(kwargs)
-                if path.name.startswith("llama-3.2") and "date_string" not in extra:
-                    extra["date_string"] = "26 Jul 2024"
-                row = {"template": path.name, "case": name, "messages": messages, "tools": tools,
-                       "add_generation_prompt": agp, "kwargs": extra, "special_tokens": special}
+                row = {"template": rel, "case": name, "add_generation_prompt": agp, "special_tokens": special}
                 try:
-                    rendered, _ = render_jinja_template(
+                    rendered, _ = chat_template_utils.render_jinja_template(
                         conversations=[json.loads(json.dumps(messages))], tools=tools, chat_template=source,
-                        add_generation_prompt=agp, **{**special, **extra})
+                        add_generation_prompt=agp, **{**special, **kwargs})
                     row["rendered"] = rendered[0]
                 except Exception as e:  # noqa: BLE001 - any failure is the expected outcome
                     row["error"] = f"{type(e).__name__}: {e}"
                 rows.append(row)
-        out = OUT / (path.stem + ".jsonl")
+        out = OUT / (rel[: -len(".jinja")] + ".jsonl")
+        out.parent.mkdir(parents=True, exist_ok=True)
         with out.open("w", encoding="utf-8") as f:
             for row in rows:
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
