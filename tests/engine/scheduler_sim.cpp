@@ -57,8 +57,17 @@ void SchedulerSim::check_kv(const Sequence& seq, int n_positions) {
   }
 }
 
-SchedulerOutput SchedulerSim::step() {
+const SimChunk* SimStep::of(uint64_t request_id) const {
+  for (const auto& c : chunks) {
+    if (c.request_id == request_id) return &c;
+  }
+  return nullptr;
+}
+
+SimStep SchedulerSim::step() {
   SchedulerOutput out = scheduler.schedule();
+  SimStep record{{}, out.n_preempted, out.block_copies.size()};
+  for (const auto& c : out.chunks) record.chunks.push_back({c.seq->request_id(), c.n_new, c.sample, c.seq->n_cached_prompt()});
   EXPECT_LE(out.n_tokens(), scheduler.options().max_num_batched_tokens);
   EXPECT_LE(scheduler.n_running(), scheduler.options().max_num_seqs);
   std::set<const Sequence*> seen;
@@ -91,7 +100,7 @@ SchedulerOutput SchedulerSim::step() {
     }
   }
   check_invariants();
-  return out;
+  return record;
 }
 
 int SchedulerSim::run(int max_steps) {

@@ -27,6 +27,20 @@
 
 namespace deepinfer::test {
 
+// One step as scheduled, recorded before any sequence finished (finishing destroys it).
+struct SimChunk {
+  uint64_t request_id = 0;
+  int n_new = 0;
+  bool sample = false;
+  int n_cached_prompt = 0;
+};
+struct SimStep {
+  std::vector<SimChunk> chunks;
+  int n_preempted = 0;
+  size_t n_block_copies = 0;
+  const SimChunk* of(uint64_t request_id) const;
+};
+
 class SchedulerSim {
  public:
   SchedulerSim(int n_blocks, int block_size, SchedulerOptions options, bool prefix_caching = true);
@@ -35,7 +49,7 @@ class SchedulerSim {
   uint64_t add(std::vector<int32_t> prompt, int n_output, int priority = 0, int n = 1);
   // Finishes every sequence of a request with kAbort.
   void abort(uint64_t request_id);
-  SchedulerOutput step();
+  SimStep step();
   // Steps until no work is left (aborting the test after max_steps).
   int run(int max_steps = 100000);
 

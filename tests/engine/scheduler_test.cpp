@@ -25,13 +25,6 @@ std::vector<int32_t> expected_output(std::vector<int32_t> seq, int index, int n_
   return {seq.begin() + ptrdiff_t(n_prompt), seq.end()};
 }
 
-const ScheduledChunk* chunk_of(const SchedulerOutput& out, uint64_t request_id) {
-  for (const auto& c : out.chunks) {
-    if (c.seq->request_id() == request_id) return &c;
-  }
-  return nullptr;
-}
-
 TEST(Scheduler, ChunksALongPromptByTheTokenBudget) {
   SchedulerSim sim(64, 4, {.max_num_batched_tokens = 16, .max_num_seqs = 8});
   const uint64_t r = sim.add(tokens(50), 3);
@@ -55,12 +48,12 @@ TEST(Scheduler, APrefillNeverStallsRunningDecodes) {
   int prefill_steps = 0;
   for (;;) {
     const auto out = sim.step();
-    const auto* cc = chunk_of(out, c);
+    const auto* cc = out.of(c);
     ASSERT_NE(cc, nullptr);
-    ASSERT_NE(chunk_of(out, a), nullptr);
-    ASSERT_NE(chunk_of(out, b), nullptr);
-    EXPECT_EQ(chunk_of(out, a)->n_new, 1);
-    EXPECT_EQ(chunk_of(out, b)->n_new, 1);
+    ASSERT_NE(out.of(a), nullptr);
+    ASSERT_NE(out.of(b), nullptr);
+    EXPECT_EQ(out.of(a)->n_new, 1);
+    EXPECT_EQ(out.of(b)->n_new, 1);
     EXPECT_LE(cc->n_new, 6);
     ++prefill_steps;
     if (cc->sample) break;
@@ -98,7 +91,7 @@ TEST(Scheduler, PriorityThenArrivalOrder) {
   std::vector<uint64_t> order;
   while (sim.scheduler.has_work()) {
     const auto out = sim.step();
-    if (order.empty() || order.back() != out.chunks[0].seq->request_id()) order.push_back(out.chunks[0].seq->request_id());
+    if (order.empty() || order.back() != out.chunks[0].request_id) order.push_back(out.chunks[0].request_id);
   }
   EXPECT_EQ(order, (std::vector<uint64_t>{high, high_later, low}));
 }
@@ -160,7 +153,7 @@ TEST(Scheduler, ForkedSamplesShareThePromptBlocks) {
   const int32_t first = sim.scheduler.running()[0]->block_tables()[0][0];
   EXPECT_EQ(sim.kv.pool().ref_count(first), 3);
   const auto out = sim.step();
-  EXPECT_EQ(out.block_copies.size(), 2u) << "the shared partial block is copied for two of three";
+  EXPECT_EQ(out.n_block_copies, 2u) << "the shared partial block is copied for two of three";
   sim.run();
   for (int i = 0; i < 3; ++i) EXPECT_EQ(sim.outputs().at({r, i}), expected_output(tokens(10), i, 6));
   EXPECT_NE(sim.outputs().at({r, 0}), sim.outputs().at({r, 1}));
@@ -178,7 +171,7 @@ TEST(Scheduler, CachedPrefixIsNotRecomputed) {
   const auto out = sim.step();
   ASSERT_EQ(out.chunks.size(), 1u);
   EXPECT_EQ(out.chunks[0].n_new, 3);  // 16 of 19 tokens from the cache
-  EXPECT_EQ(out.chunks[0].seq->n_cached_prompt(), 16);
+  EXPECT_EQ(out.chunks[0].n_cached_prompt, 16);
 }
 
 // Random traffic with shared prefixes, forks, priorities and aborts on small pools: every
