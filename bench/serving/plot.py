@@ -12,6 +12,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.ticker  # noqa: E402
 
 
 def load(arg):
@@ -32,11 +33,13 @@ def main():
         sys.exit(__doc__)
     out, series = sys.argv[1], [load(a) for a in sys.argv[2:]]
     fig, (pareto, ttft, itl) = plt.subplots(1, 3, figsize=(18, 5.5))
+    max_speed = 0.0
     for color, (label, report) in zip(plt.rcParams["axes.prop_cycle"].by_key()["color"], series):
         runs = report["runs"]
         speed = [r["user_output_tokens_per_s"]["p50"] for r in runs]
         tput = [r["throughput"]["output_tokens_per_s_per_gpu"] for r in runs]
         pareto.plot(speed, tput, "o-", color=color, label=label)
+        max_speed = max([max_speed, *speed])
         for r, x, y in zip(runs, speed, tput):
             pareto.annotate(r["label"], (x, y), textcoords="offset points", xytext=(4, 4), fontsize=8)
         xs = [x_of(r, i) for i, r in enumerate(runs)]
@@ -46,12 +49,16 @@ def main():
     pareto.set_xlabel("per-user output tokens/s (P50 over requests)")
     pareto.set_ylabel("output tokens/s per GPU")
     pareto.set_title("Throughput against per-user speed")
+    pareto.set_xlim(0, max_speed * 1.15 or 1)
+    pareto.set_ylim(bottom=0)
     mode = series[0][1]["runs"][0]["load"]["mode"]
     for axis, name in [(ttft, "TTFT"), (itl, "ITL")]:
         axis.set_xlabel({"concurrency": "concurrency", "rate": "request rate (1/s)"}.get(mode, "run"))
         if mode == "concurrency":
             axis.set_xscale("log", base=2)
         axis.set_yscale("log")
+        axis.yaxis.set_major_formatter(matplotlib.ticker.ScalarFormatter())
+        axis.yaxis.set_minor_formatter(matplotlib.ticker.ScalarFormatter())
         axis.set_ylabel(f"{name} (ms)")
         axis.set_title(f"{name} percentiles")
     for axis in (pareto, ttft, itl):

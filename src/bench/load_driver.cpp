@@ -229,8 +229,10 @@ class LoadDriver {
     });
   }
 
+  // A line each progress_interval_s on a terminal (rewritten in place), each 10x that in a log.
   void tick_progress() {
-    progress_timer_->expires_after(seconds(options_.progress_interval_s));
+    static const bool tty = isatty(STDERR_FILENO);
+    progress_timer_->expires_after(seconds(options_.progress_interval_s * (tty ? 1 : 10)));
     progress_timer_->async_wait([this](boost::system::error_code ec) {
       if (ec || ended_) return;
       print_progress(/*final=*/false);
@@ -239,7 +241,7 @@ class LoadDriver {
   }
 
   void print_progress(bool final) {
-    static const bool tty = isatty(STDERR_FILENO);
+    const bool tty = isatty(STDERR_FILENO);
     const double t = now_s();
     std::fprintf(stderr, "%s[%s] %6.1f s  conversations %lld/%lld  requests %zu done, %lld in flight, %lld failed  %.0f out tok/s%s",
                  tty ? "\r" : "", options_.label.c_str(), t, static_cast<long long>(n_conversations_done_),
