@@ -200,7 +200,7 @@ class LoadDriver {
   template <typename Next>
   void scrape(Next next) {
     auto text = std::make_shared<std::string>();
-    const double t_s = t0_ == Clock::time_point() ? -0.0 : now_s();
+    const double t_s = t0_ == Clock::time_point() ? 0.0 : now_s();  // 0 before the load
     clients_[0]->request(
         options_.metrics_path, "", 10.0, [text](std::string_view bytes) { text->append(bytes); },
         [this, text, t_s, next](const HttpResult& http) {

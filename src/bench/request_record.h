@@ -19,9 +19,9 @@ struct RequestRecord {
   int64_t n_tokens_in = 0;   // usage.prompt_tokens, else the workload's intended length
   int64_t n_tokens_out = 0;  // usage.completion_tokens, else the number of output chunks
   bool usage_reported = false;
-  // Empty when the request succeeded; else its kind: connect, timeout, http_<status>, read,
-  // stream_error (the server sent an error event), bad_stream (not SSE/JSON as expected),
-  // incomplete (no [DONE]), no_output (finished without output).
+  // Empty when the request succeeded; else its kind: connect, timeout, http_<status>, transport
+  // (the connection failed mid-exchange), stream_error (the server sent an error event),
+  // bad_stream (not SSE/JSON as expected), incomplete (no [DONE]), no_output (no output text).
   std::string error;
   std::string error_detail;  // the server's message or the transport error, for the log
 

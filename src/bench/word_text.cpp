@@ -17,7 +17,6 @@ std::string_view WordText::word(Rng& rng) {
 }
 
 void WordText::append(std::string& out, int64_t n_tokens, Rng& rng) {
-  out.reserve(out.size() + static_cast<size_t>(n_tokens) * 8);
   // Sentences of about 12 words, with the odd comma: prose-like punctuation, one token per mark.
   for (int64_t left = n_tokens; left > 0;) {
     out += ' ';
@@ -37,6 +36,7 @@ void WordText::append(std::string& out, int64_t n_tokens, Rng& rng) {
 
 std::string WordText::make(int64_t n_tokens, Rng& rng) {
   std::string out;
+  out.reserve(static_cast<size_t>(n_tokens) * 8);
   append(out, n_tokens, rng);
   return out;
 }

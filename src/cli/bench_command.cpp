@@ -32,7 +32,7 @@ struct ServeArgs {
   std::string model;
   std::string api = "auto";
   std::string workload = "random";
-  int64_t n_requests = 200;
+  int64_t n_requests = 0;  // 0: 200, or the whole trace for replay
   int64_t requests_per_user = 0;
   std::string input_len = "1024", output_len = "128";
   int64_t prefix_groups = 4, prefix_len = 2048;
@@ -103,7 +103,7 @@ Result<bench::WorkloadOptions> workload_options(const ServeArgs& a) {
   bench::WorkloadOptions w;
   w.kind = a.workload;
   w.seed = a.seed;
-  w.n_conversations = a.n_requests;
+  w.n_conversations = a.n_requests > 0 ? a.n_requests : (a.workload == "replay" ? 0 : 200);
   DI_ASSIGN_OR_RETURN(w.input_len, Distribution::Parse(a.input_len));
   DI_ASSIGN_OR_RETURN(w.output_len, Distribution::Parse(a.output_len));
   DI_ASSIGN_OR_RETURN(w.turns, Distribution::Parse(a.turns));
@@ -115,7 +115,6 @@ Result<bench::WorkloadOptions> workload_options(const ServeArgs& a) {
   w.trace_path = a.trace;
   w.trace_speed = a.trace_speed;
   w.trace_block_len = a.trace_block_len;
-  if (w.kind == "replay" && a.n_requests == 200 && !a.trace.empty()) w.n_conversations = 0;  // default: all
   return w;
 }
 
@@ -280,8 +279,8 @@ void add_serve(CLI::App& bench, Runner& run) {
       ->check(CLI::IsMember({"auto", "chat", "completions"}))->capture_default_str();
   cmd->add_option("--workload", a->workload, "random | shared-prefix | agentic | replay")
       ->check(CLI::IsMember({"random", "shared-prefix", "agentic", "replay"}))->capture_default_str();
-  cmd->add_option("--num-requests", a->n_requests, "Requests per run (sessions for agentic; replay: lines, default all)")
-      ->capture_default_str();
+  cmd->add_option("--num-requests", a->n_requests,
+                  "Requests per run, sessions for agentic (default 200); replay: lines (default all)");
   cmd->add_option("--requests-per-user", a->requests_per_user,
                   "With --concurrency: requests per run = this x concurrency (overrides --num-requests)");
   const char* dist = " (N | uniform:LO:HI | normal:MEAN:STD | exponential:MEAN)";
