@@ -1,0 +1,183 @@
+// model_bench: decode tokens/s at many concurrent sequences and context lengths, prefill tokens/s
+// and time to first token, for one checkpoint on the CPU backend; prints Markdown tables.
+//
+// Decode at context L and batch B: B sequences whose caches hold L positions, each step adding
+// one token per sequence with logits for every row (as a serving step does). Cache contents
+// are synthetic (a constant byte pattern, finite in every layout): the kernels' work does not
+// depend on the values, and filling 256 x 4096 positions by prefill would take hours here.
+// The batch-1 roofline line divides the bytes a decoded token must read (active weights and
+// its KV) by the step time.
+#include <omp.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "kernels/cpu/isa.h"
+#include "model/deepseek/model.h"
+
+namespace deepinfer {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+size_t weight_bytes(const LinearWeight& w) {
+  size_t b = size_t(w.n_out * w.n_in) * dtype_size(w.dtype);
+  if (w.scale_inv) b += size_t(((w.n_out + w.block_rows - 1) / w.block_rows) * ((w.n_in + w.block_cols - 1) / w.block_cols)) * 4;
+  return b;
+}
+
+size_t mlp_bytes(const MlpWeights& m) { return weight_bytes(m.gate) + weight_bytes(m.up) + weight_bytes(m.down); }
+
+// Weight bytes one token reads: attention, dense MLPs, router + shared + top_k routed experts, lm_head.
+size_t active_weight_bytes(const DeepseekModel& m) {
+  const DeepseekWeights& w = m.weights();
+  const ModelConfig& c = m.config();
+  size_t total = weight_bytes(w.lm_head) + size_t(c.hidden_size) * dtype_size(w.embed.dtype);
+  for (const LayerWeights& l : w.layers) {
+    const MlaWeights& a = l.attn;
+    total += c.q_lora_rank > 0 ? weight_bytes(a.q_a_proj) + weight_bytes(a.q_b_proj) : weight_bytes(a.q_proj);
+    total += weight_bytes(a.kv_a_proj) + weight_bytes(a.kv_b_proj) + weight_bytes(a.o_proj);
+    if (!l.is_moe) {
+      total += mlp_bytes(l.mlp);
+    } else {
+      total += weight_bytes(l.moe.router) + (l.moe.has_shared ? mlp_bytes(l.moe.shared) : 0);
+      total += size_t(c.num_experts_per_tok) * mlp_bytes(l.moe.experts[0]);
+    }
+  }
+  return total;
+}
+
+// A paged cache for n_seqs sequences of up to max_len tokens, distinct blocks per sequence.
+struct BenchCache {
+  KvCacheView view;
+  std::vector<std::vector<uint8_t>> storage;
+  std::vector<std::vector<int32_t>> tables;
+  BenchCache(const CausalLMInfo& info, DType dtype, int n_seqs, int max_len) {
+    view.layout = {dtype, info.kv_lora_rank, info.qk_rope_head_dim};
+    view.block_size = 64;
+    const int per_seq = (max_len + view.block_size - 1) / view.block_size;
+    view.num_blocks = per_seq * n_seqs;
+    const size_t bytes = size_t(view.num_blocks) * view.block_size * view.layout.bytes_per_token();
+    for (int l = 0; l < info.n_layers; ++l) {
+      storage.emplace_back(bytes);
+      std::memset(storage.back().data(), 0x11, bytes);  // small finite bf16, fp8 and f32 values
+      view.layer_base.push_back(storage.back().data());
+    }
+    tables.resize(size_t(n_seqs));
+    for (int b = 0; b < per_seq; ++b)
+      for (int s = 0; s < n_seqs; ++s) tables[size_t(s)].push_back(b * n_seqs + s);
+  }
+};
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+struct Options {
+  std::string model_dir;
+  std::string kv = "bf16";
+  std::vector<int> batches = {1, 8, 32, 64, 128, 256};
+  std::vector<int> contexts = {512, 4096};
+  std::vector<int> prompts = {512, 2048};
+  int steps = 3;
+  double max_kv_gib = 6.0;
+};
+
+int run(const Options& o) {
+  auto loaded = DeepseekModel::Load(o.model_dir, cpu_backend());
+  if (!loaded.ok()) {
+    std::fprintf(stderr, "error: %s\n", loaded.status().message().c_str());
+    return 1;
+  }
+  DeepseekModel& m = **loaded;
+  const CausalLMInfo& info = m.info();
+  const DType kv_dtype = o.kv == "fp8" ? DType::F8_E4M3 : o.kv == "f32" ? DType::F32 : DType::BF16;
+  const MlaCacheLayout layout{kv_dtype, info.kv_lora_rank, info.qk_rope_head_dim};
+  const size_t w_active = active_weight_bytes(m);
+  std::printf("model %s: %.2f GB of weights, %.3f GB read per token at batch 1 (active weights), "
+              "KV %s %zu B/token/layer, isa %s, threads %d\n\n",
+              o.model_dir.c_str(), double(info.n_weight_bytes) / 1e9, double(w_active) / 1e9, o.kv.c_str(),
+              layout.bytes_per_token(), std::string(cpu::isa_name(cpu::active_isa())).c_str(), omp_get_max_threads());
+  std::mt19937 rng(7);
+  auto random_token = [&] { return int32_t(rng() % uint32_t(info.vocab_size - 2) + 2); };
+
+  std::printf("| context | batch | step ms | decode tok/s | GB/s at batch 1 (weights + KV) |\n|---|---|---|---|---|\n");
+  for (int ctx : o.contexts)
+    for (int batch : o.batches) {
+      const int max_len = ctx + o.steps + 1;
+      const double kv_gib = double(batch) * max_len * double(layout.bytes_per_token()) * info.n_layers / double(1 << 30);
+      if (kv_gib > o.max_kv_gib) {
+        std::printf("| %d | %d | skipped: KV %.1f GiB > --max-kv-gib | | |\n", ctx, batch, kv_gib);
+        continue;
+      }
+      BenchCache cache(info, kv_dtype, batch, max_len);
+      std::vector<float> logits(size_t(batch) * size_t(info.vocab_size));
+      double timed = 0;
+      for (int step = 0; step <= o.steps; ++step) {  // step 0 warms up
+        ForwardBatch b;
+        for (int s = 0; s < batch; ++s) {
+          b.token_ids.push_back(random_token());
+          b.positions.push_back(ctx + step);
+          b.seqs.push_back({int32_t(s), 1, int32_t(ctx + step + 1), cache.tables[size_t(s)].data()});
+          b.logit_rows.push_back(s);
+        }
+        const auto t0 = Clock::now();
+        m.forward(b, cache.view, logits.data());
+        if (step > 0) timed += seconds_since(t0);
+      }
+      const double step_s = timed / o.steps;
+      std::string roofline;
+      if (batch == 1) {
+        const double bytes = double(w_active) + double(ctx) * double(layout.bytes_per_token()) * info.n_layers;
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%.1f", bytes / step_s / 1e9);
+        roofline = buf;
+      }
+      std::printf("| %d | %d | %.1f | %.1f | %s |\n", ctx, batch, step_s * 1e3, batch / step_s, roofline.c_str());
+      std::fflush(stdout);
+    }
+
+  std::printf("\n| prompt tokens | prefill s (= time to first token) | prefill tok/s |\n|---|---|---|\n");
+  for (int n : o.prompts) {
+    BenchCache cache(info, kv_dtype, 1, n + 1);
+    ForwardBatch b;
+    for (int i = 0; i < n; ++i) {
+      b.token_ids.push_back(random_token());
+      b.positions.push_back(i);
+    }
+    b.seqs.push_back({0, int32_t(n), int32_t(n), cache.tables[0].data()});
+    b.logit_rows.push_back(n - 1);
+    std::vector<float> logits(size_t(info.vocab_size));
+    const auto t0 = Clock::now();
+    m.forward(b, cache.view, logits.data());
+    const double s = seconds_since(t0);
+    std::printf("| %d | %.2f | %.1f |\n", n, s, n / s);
+    std::fflush(stdout);
+  }
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  std::printf("\npeak RSS %.2f GB (weights are mapped; resident pages count)\n", double(ru.ru_maxrss) / 1e6);
+  return 0;
+}
+
+}  // namespace
+}  // namespace deepinfer
+
+int main(int argc, char** argv) {
+  deepinfer::Options o;
+  CLI::App app{"Decode and prefill throughput of a checkpoint on the CPU backend"};
+  app.add_option("--model", o.model_dir, "Hugging Face model folder")->required();
+  app.add_option("--kv", o.kv, "KV cache dtype: bf16, fp8 or f32");
+  app.add_option("--batches", o.batches, "Concurrent sequences per decode step")->delimiter(',');
+  app.add_option("--contexts", o.contexts, "Cached tokens per sequence for decode")->delimiter(',');
+  app.add_option("--prompts", o.prompts, "Prompt lengths for prefill (0: none)")->delimiter(',');
+  app.add_option("--steps", o.steps, "Timed decode steps per configuration");
+  app.add_option("--max-kv-gib", o.max_kv_gib, "Skip decode configurations whose cache is larger");
+  CLI11_PARSE(app, argc, argv);
+  return deepinfer::run(o);
+}
