@@ -41,8 +41,6 @@ class KvCacheManager {
   KvCacheManager(int n_blocks, int block_size, std::vector<std::unique_ptr<KvKind>> kinds,
                  bool enable_prefix_caching);
 
-  int block_size() const { return block_size_; }
-  int n_kinds() const { return int(kinds_.size()); }
   const BlockPool& pool() const { return pool_; }
   const PrefixCacheStats& prefix_stats() const { return stats_; }
   // Fraction of blocks in use (held by a sequence); free filed blocks count as free.

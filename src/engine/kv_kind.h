@@ -13,14 +13,12 @@
 #pragma once
 
 #include <functional>
-#include <string_view>
 
 namespace deepinfer {
 
 class KvKind {
  public:
   virtual ~KvKind() = default;
-  virtual std::string_view name() const = 0;
 
   // Blocks a sequence's table holds once tokens [0, n_tokens) are in the cache.
   virtual int n_blocks(int n_tokens) const = 0;

@@ -11,7 +11,6 @@ class LatentKind final : public KvKind {
  public:
   explicit LatentKind(int block_size);
 
-  std::string_view name() const override { return "mla_latent"; }
   int n_blocks(int n_tokens) const override;
   int n_blocks_hit(int max_blocks, const std::function<bool(int)>& is_filed) const override;
 
