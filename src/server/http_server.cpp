@@ -7,6 +7,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <array>
+#include <cstring>
 #include <deque>
 #include <mutex>
 #include <optional>
@@ -148,15 +150,27 @@ class Session : public std::enable_shared_from_this<Session> {
     server_.handler(std::move(req), make_responder());
   }
 
-  // Readable while a response is pending means the client closed (or pipelined a request).
+  // While a response is pending, a read tells whether the client is still there: end of stream
+  // or an error means it left; bytes are a pipelined next request, kept in buffer_ for later.
+  // (A readiness wait would not do: Asio completes it speculatively at once.)
   void watch_for_disconnect() {
-    stream_.socket().async_wait(tcp::socket::wait_read,
-                                [self = shared_from_this(), gen = generation_](beast::error_code ec) {
-                                  if (gen != self->generation_ || self->response_done_ || self->closed_) return;
-                                  beast::error_code ec2;
-                                  const size_t avail = self->stream_.socket().available(ec2);
-                                  if (ec || ec2 || avail == 0) self->mark_disconnected();
-                                });
+    watching_ = true;
+    stream_.socket().async_read_some(net::buffer(watch_buf_), [self = shared_from_this()](beast::error_code ec, size_t n) {
+      self->watching_ = false;
+      if (n > 0) {
+        auto dst = self->buffer_.prepare(n);
+        std::memcpy(dst.data(), self->watch_buf_.data(), n);
+        self->buffer_.commit(n);
+      }
+      if (ec && ec != net::error::operation_aborted) {
+        if (!self->response_done_) self->mark_disconnected();
+        else self->read_after_watch_ = false, self->close();
+      }
+      if (self->read_after_watch_) {
+        self->read_after_watch_ = false;
+        self->read_request();
+      }
+    });
   }
 
   void mark_disconnected() {
@@ -181,8 +195,12 @@ class Session : public std::enable_shared_from_this<Session> {
     if (writing_ || closed_) return;
     if (queue_.empty()) {
       if (!response_done_) return;
-      if (keep_alive_ && !server_.stopped) return read_request();
-      return close();
+      if (!keep_alive_ || server_.stopped) return close();
+      if (!watching_) return read_request();
+      read_after_watch_ = true;  // the watch read completes (cancelled) before the next request is read
+      beast::error_code ec;
+      stream_.socket().cancel(ec);
+      return;
     }
     writing_ = true;
     net::async_write(stream_, net::buffer(queue_.front()),
@@ -212,6 +230,9 @@ class Session : public std::enable_shared_from_this<Session> {
   bool disconnected_ = false;
   std::atomic<bool> disconnected_atomic_{false};
   std::vector<std::function<void()>> on_disconnect_;
+  std::array<char, 4096> watch_buf_{};
+  bool watching_ = false;          // watch_for_disconnect's read is pending
+  bool read_after_watch_ = false;  // read the next request once it completes
 
   friend class Responder;
 };

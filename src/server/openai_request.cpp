@@ -6,7 +6,7 @@
 namespace deepinfer {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 ApiError bad(const std::string& param, const std::string& message) {
   ApiError e;
@@ -185,7 +185,8 @@ bool parse_ids(const json& arr, int vocab_size, std::vector<int32_t>& out, std::
 
 }  // namespace
 
-json ApiError::to_json() const {
+nlohmann::json ApiError::to_json() const {
+  using nlohmann::json;
   return {{"error",
            {{"message", message},
             {"type", type},

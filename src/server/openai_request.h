@@ -60,15 +60,15 @@ struct CompletionRequest {
 
 struct ChatRequest {
   GenerationOptions options;
-  nlohmann::json messages;              // normalized: content is a string (text parts joined) or null
-  nlohmann::json tools;                 // array or null
+  nlohmann::ordered_json messages;      // normalized: content is a string (text parts joined) or null
+  nlohmann::ordered_json tools;         // array or null (key order kept: templates print schemas)
   std::string tool_choice = "auto";     // auto, none, required, function
   std::string tool_choice_function;     // for "function"
-  nlohmann::json chat_template_kwargs = nlohmann::json::object();
+  nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
   bool add_generation_prompt = true;
 };
 
-ApiResult<CompletionRequest> parse_completion_request(const nlohmann::json& body, const RequestLimits& limits);
-ApiResult<ChatRequest> parse_chat_request(const nlohmann::json& body, const RequestLimits& limits);
+ApiResult<CompletionRequest> parse_completion_request(const nlohmann::ordered_json& body, const RequestLimits& limits);
+ApiResult<ChatRequest> parse_chat_request(const nlohmann::ordered_json& body, const RequestLimits& limits);
 
 }  // namespace deepinfer

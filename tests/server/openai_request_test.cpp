@@ -7,7 +7,7 @@
 namespace deepinfer {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 
 RequestLimits limits() {
   RequestLimits l;

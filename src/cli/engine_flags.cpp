@@ -1,0 +1,34 @@
+#include "cli/engine_flags.h"
+
+#include "engine/kv_cache.h"
+
+namespace deepinfer::cli {
+
+void EngineFlags::add_to(CLI::App& cmd) {
+  EngineOptions& o = options;
+  cmd.add_option("--block-size", o.block_size, "Tokens per KV cache block")->capture_default_str();
+  cmd.add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "Token budget of one engine step")
+      ->capture_default_str();
+  cmd.add_option("--max-num-seqs", o.max_num_seqs, "Sequences running at once")->capture_default_str();
+  cmd.add_option("--kv-cache-memory", o.kv_cache_memory_bytes, "KV cache size in bytes (0: use the fraction)")
+      ->capture_default_str();
+  cmd.add_option("--kv-cache-memory-fraction", o.kv_cache_memory_fraction,
+                 "KV cache size as a fraction of the memory available at start")
+      ->capture_default_str();
+  cmd.add_option("--kv-cache-dtype", kv_cache_dtype, "KV cache storage: bf16, fp8 (e4m3 latent) or f32")
+      ->capture_default_str();
+  cmd.add_flag("--no-prefix-caching", no_prefix_caching, "Do not reuse cached prompt prefixes");
+  cmd.add_option("--max-model-len", o.max_model_len, "Prompt + output tokens per sequence (0: the model's limit)")
+      ->capture_default_str();
+  cmd.add_option("--seed", o.seed, "Seed for requests that give none")->capture_default_str();
+}
+
+Status EngineFlags::resolve() {
+  auto dtype = parse_kv_cache_dtype(kv_cache_dtype);
+  if (!dtype) return Status::Error("--kv-cache-dtype: '" + kv_cache_dtype + "' is not one of bf16, fp8, f32");
+  options.kv_cache_dtype = *dtype;
+  options.enable_prefix_caching = !no_prefix_caching;
+  return options.validate();
+}
+
+}  // namespace deepinfer::cli

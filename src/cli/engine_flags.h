@@ -1,0 +1,22 @@
+// The engine's command-line flags, shared by the commands that run an engine (serve, generate).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "engine/engine_options.h"
+
+namespace deepinfer::cli {
+
+struct EngineFlags {
+  EngineOptions options;
+  std::string kv_cache_dtype = "bf16";
+  bool no_prefix_caching = false;
+
+  void add_to(CLI::App& cmd);
+  // Applies the string-valued flags; an error names the flag.
+  Status resolve();
+};
+
+}  // namespace deepinfer::cli

@@ -1,0 +1,119 @@
+// `deepinfer serve`: the OpenAI-compatible HTTP server. It listens at once (GET /health answers
+// 503 while the model loads), loads the model, tokenizer and chat template, then serves until
+// SIGINT/SIGTERM: it stops accepting, lets running requests finish for up to
+// --shutdown-timeout seconds, aborts the rest, and exits 0.
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/engine_flags.h"
+#include "model/loader.h"
+#include "server/http_server.h"
+#include "server/openai_service.h"
+
+namespace deepinfer::cli {
+namespace {
+
+struct ServeFlags {
+  std::string model_dir;
+  HttpServerOptions http;
+  ServeOptions serve;
+  EngineFlags engine;
+  double shutdown_timeout_seconds = 30;
+};
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  return 1;
+}
+
+int run_serve(ServeFlags& f) {
+  if (Status s = f.engine.resolve(); !s.ok()) return fail(s.message());
+  // Signals go to the main thread's sigwait only: block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  OpenAiService service(f.serve);
+  auto server = HttpServer::Start(f.http, [&service](HttpRequest req, std::shared_ptr<HttpResponder> res) {
+    service.handle(std::move(req), std::move(res));
+  });
+  if (!server.ok()) return fail(server.status().message());
+  service.set_open_connections([s = server.value().get()] { return s->open_connections(); });
+  std::fprintf(stderr, "deepinfer: listening on http://%s:%d (loading %s)\n", f.http.host.c_str(), (*server)->port(),
+               f.model_dir.c_str());
+
+  auto model = load_causal_lm(f.model_dir);
+  if (!model.ok()) return fail(model.status().message());
+  std::fprintf(stderr, "deepinfer: %s\n", describe_causal_lm(**model).c_str());
+  auto tokenizer = Tokenizer::Load(f.model_dir);
+  if (!tokenizer.ok()) return fail(tokenizer.status().message());
+  std::optional<chat::ChatTemplate> chat_template;
+  auto tmpl = chat::ChatTemplate::Load(f.model_dir);
+  if (tmpl.ok()) chat_template = std::move(tmpl).value();
+  else std::fprintf(stderr, "deepinfer: no chat template, /v1/chat/completions disabled: %s\n", tmpl.status().message().c_str());
+  auto engine = Engine::create(std::move(model).value(), f.engine.options);
+  if (!engine.ok()) return fail(engine.status().message());
+  std::fprintf(stderr, "deepinfer: %s\n", (*engine)->kv_cache_info().describe().c_str());
+  service.attach(engine.value().get(), std::move(tokenizer).value(), std::move(chat_template));
+  std::fprintf(stderr, "deepinfer: ready, serving '%s'\n", f.serve.served_model_name.c_str());
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  std::fprintf(stderr, "deepinfer: %s received, draining (up to %.0f s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+               f.shutdown_timeout_seconds);
+  service.set_draining();
+  (*server)->stop_accepting();
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(int64_t(f.shutdown_timeout_seconds * 1000));
+  while (service.n_active() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (service.n_active() > 0) {
+    std::fprintf(stderr, "deepinfer: aborting %zu requests still running\n", service.n_active());
+    service.abort_all("the server is shutting down");
+    const auto grace = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (service.n_active() > 0 && std::chrono::steady_clock::now() < grace)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  (*server)->stop();
+  std::fprintf(stderr, "deepinfer: stopped\n");
+  return 0;
+}
+
+void add_serve_command(CLI::App& app, Runner& run) {
+  auto f = std::make_shared<ServeFlags>();
+  CLI::App* cmd = app.add_subcommand("serve", "Serve a model through an OpenAI-compatible HTTP API");
+  cmd->add_option("--model", f->model_dir, "Hugging Face model folder")->required();
+  cmd->add_option("--host", f->http.host, "Address to listen on")->capture_default_str();
+  cmd->add_option("--port", f->http.port, "Port to listen on (0: any free port)")->capture_default_str();
+  cmd->add_option("--served-model-name", f->serve.served_model_name, "Model name clients use")->capture_default_str();
+  cmd->add_option("--api-key", f->serve.api_key, "Require 'Authorization: Bearer KEY'");
+  cmd->add_option("--http-threads", f->http.n_threads, "Network threads")->capture_default_str();
+  cmd->add_option("--max-body-bytes", f->http.max_body_bytes, "Larger request bodies get 413")->capture_default_str();
+  cmd->add_option("--max-header-bytes", f->http.max_header_bytes, "Larger request headers get 431")
+      ->capture_default_str();
+  cmd->add_option("--read-timeout", f->http.read_timeout_seconds, "Seconds for a request to arrive")
+      ->capture_default_str();
+  cmd->add_option("--max-queued-requests", f->serve.max_queued_requests, "Waiting requests beyond this get 429")
+      ->capture_default_str();
+  cmd->add_option("--request-timeout", f->serve.request_timeout_seconds, "Seconds a request may run (0: no limit)")
+      ->capture_default_str();
+  cmd->add_option("--shutdown-timeout", f->shutdown_timeout_seconds,
+                  "Seconds running requests may take to finish after SIGTERM")
+      ->capture_default_str();
+  cmd->add_option("--max-n", f->serve.limits.max_n, "Largest 'n'")->capture_default_str();
+  cmd->add_option("--max-stop-strings", f->serve.limits.max_stop_strings, "Most 'stop' strings")->capture_default_str();
+  cmd->add_option("--max-prompts", f->serve.limits.max_prompts, "Most prompts in one completions request")
+      ->capture_default_str();
+  f->engine.add_to(*cmd);
+  cmd->callback([&run, f] { run = [f] { return run_serve(*f); }; });
+}
+
+const bool kRegistered = register_command(&add_serve_command);
+
+}  // namespace
+}  // namespace deepinfer::cli

@@ -1,0 +1,68 @@
+#include "server/chat_output.h"
+
+#include <optional>
+
+#include "chat/reasoning_parser.h"
+#include "chat/tool_call_parser.h"
+
+namespace deepinfer {
+
+// Text flows through the reasoning parser first; its content part through the tool-call parser.
+struct ChatOutput::Impl {
+  std::optional<chat::ReasoningParser> reasoning;
+  std::optional<chat::ToolCallParser> tools;
+  bool saw_tool_calls = false;
+
+  void add_content(ChatDelta& out, const std::string& content, bool at_end) {
+    if (!tools) {
+      out.content += content;
+      return;
+    }
+    chat::ToolCallDelta d = tools->feed(content);
+    if (at_end) {
+      chat::ToolCallDelta rest = tools->finish();
+      d.content += rest.content;
+      for (auto& c : rest.tool_calls) d.tool_calls.push_back(std::move(c));
+    }
+    out.content += d.content;
+    for (const auto& c : d.tool_calls) {
+      saw_tool_calls = true;
+      out.tool_calls.push_back({{"index", c.index},
+                                {"id", c.id},
+                                {"type", c.type},
+                                {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+    }
+  }
+
+  ChatDelta run(const std::string& text, bool at_end) {
+    ChatDelta out;
+    if (!reasoning) {
+      add_content(out, text, at_end);
+      return out;
+    }
+    chat::ReasoningDelta r = reasoning->feed(text);
+    if (at_end) {
+      chat::ReasoningDelta rest = reasoning->finish();
+      r.reasoning += rest.reasoning;
+      r.content += rest.content;
+    }
+    out.reasoning = std::move(r.reasoning);
+    add_content(out, r.content, at_end);
+    return out;
+  }
+};
+
+ChatOutput::ChatOutput(const ChatOutputConfig& config) : impl_(std::make_unique<Impl>()) {
+  if (config.parse_reasoning) impl_->reasoning.emplace(config.reasoning_open);
+  if (config.parse_tool_calls) impl_->tools.emplace();
+}
+
+ChatOutput::~ChatOutput() = default;
+
+ChatDelta ChatOutput::push(const std::string& text) { return impl_->run(text, false); }
+
+ChatDelta ChatOutput::finish() { return impl_->run("", true); }
+
+bool ChatOutput::saw_tool_calls() const { return impl_->saw_tool_calls; }
+
+}  // namespace deepinfer

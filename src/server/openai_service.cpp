@@ -1,0 +1,345 @@
+#include "server/openai_service.h"
+
+#include <ctime>
+
+#include "chat/reasoning_parser.h"
+
+namespace deepinfer {
+namespace {
+
+using nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+ApiError api_error(int status, std::string message, std::string type = "invalid_request_error",
+                   std::string param = "", std::string code = "") {
+  ApiError e;
+  e.status = status;
+  e.message = std::move(message);
+  e.type = std::move(type);
+  e.param = std::move(param);
+  e.code = std::move(code);
+  return e;
+}
+
+// Compares in time that depends only on the lengths, not on where the strings differ.
+bool constant_time_equal(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? a[i] : 0, y = i < b.size() ? b[i] : 0;
+    diff |= x ^ y;
+  }
+  return diff == 0;
+}
+
+// Records each response's status in the metrics, by endpoint.
+class CountingResponder final : public HttpResponder {
+ public:
+  CountingResponder(std::shared_ptr<HttpResponder> inner, ServerMetrics& m, std::string endpoint)
+      : inner_(std::move(inner)), metrics_(m), endpoint_(std::move(endpoint)) {}
+  void send(int status, const std::string& type, std::string body, HttpHeaders h) override {
+    metrics_.count_request(endpoint_, status);
+    inner_->send(status, type, std::move(body), std::move(h));
+  }
+  void begin_stream(int status, const std::string& type, HttpHeaders h) override {
+    metrics_.count_request(endpoint_, status);
+    inner_->begin_stream(status, type, std::move(h));
+  }
+  void write(std::string chunk) override { inner_->write(std::move(chunk)); }
+  void end() override { inner_->end(); }
+  bool disconnected() const override { return inner_->disconnected(); }
+  void on_disconnect(std::function<void()> cb) override { inner_->on_disconnect(std::move(cb)); }
+
+ private:
+  std::shared_ptr<HttpResponder> inner_;
+  ServerMetrics& metrics_;
+  std::string endpoint_;
+};
+
+std::string random_suffix(uint64_t n) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(n * 0x9e3779b97f4a7c15ull ^ uint64_t(std::time(nullptr))));
+  return buf;
+}
+
+}  // namespace
+
+OpenAiService::OpenAiService(ServeOptions options) : options_(std::move(options)), pump_(options_.pump_threads) {}
+
+OpenAiService::~OpenAiService() = default;
+
+void OpenAiService::attach(Engine* engine, Tokenizer tokenizer, std::optional<chat::ChatTemplate> chat_template) {
+  engine_ = engine;
+  options_.limits.vocab_size = engine->model_info().vocab_size;
+  reasoning_model_ = tokenizer.token_to_id("</think>").has_value();
+  tokenizer_ = std::move(tokenizer);
+  chat_template_ = std::move(chat_template);
+  state_.store(State::kReady);
+}
+
+void OpenAiService::set_draining() { state_.store(State::kDraining); }
+
+void OpenAiService::reply(const std::shared_ptr<HttpResponder>& res, int status, const json& body, HttpHeaders headers) {
+  res->send(status, "application/json", dump(body), std::move(headers));
+}
+
+void OpenAiService::fail(const std::shared_ptr<HttpResponder>& res, const ApiError& e, HttpHeaders headers) {
+  reply(res, e.status, e.to_json(), std::move(headers));
+}
+
+void OpenAiService::handle(HttpRequest request, std::shared_ptr<HttpResponder> responder) {
+  std::string path = request.target.substr(0, request.target.find('?'));
+  static const char* kKnown[] = {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health",
+                                 "/metrics", "/tokenize", "/detokenize"};
+  std::string endpoint = "other";
+  for (const char* k : kKnown)
+    if (path == k) endpoint = k;
+  auto res = std::make_shared<CountingResponder>(std::move(responder), metrics_, endpoint);
+  route(request, res, path);
+}
+
+void OpenAiService::route(const HttpRequest& req, const std::shared_ptr<HttpResponder>& res, const std::string& path) {
+  const bool get = req.method == "GET", post = req.method == "POST";
+  if (path == "/health") {
+    if (!get) return fail(res, api_error(405, "use GET for /health"));
+    if (state_.load() == State::kReady) return reply(res, 200, {{"status", "ok"}});
+    return fail(res, api_error(503, state_.load() == State::kLoading ? "the model is loading" : "the server is shutting down",
+                               "service_unavailable"));
+  }
+  if (path == "/metrics") {
+    if (!get) return fail(res, api_error(405, "use GET for /metrics"));
+    ServerMetrics::EngineGauges g;
+    if (state_.load() != State::kLoading) {
+      const EngineStats s = engine_->stats();
+      g.n_waiting = size_t(s.n_waiting);
+      g.n_running = size_t(s.n_running);
+      g.kv_usage = s.kv_usage;
+      g.prefix_cache_queries = s.n_prefix_query_tokens;
+      g.prefix_cache_hits = s.n_prefix_hit_tokens;
+    }
+    if (open_connections_) g.open_connections = open_connections_();
+    return res->send(200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render(g));
+  }
+  static const char* kPost[] = {"/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize"};
+  bool known_post = false;
+  for (const char* k : kPost) known_post |= path == k;
+  if (!known_post && path != "/v1/models") return fail(res, api_error(404, "no route for " + path, "not_found_error"));
+  if ((known_post && !post) || (path == "/v1/models" && !get))
+    return fail(res, api_error(405, "method " + req.method + " is not allowed for " + path));
+
+  if (!options_.api_key.empty()) {
+    const std::string auth = req.header("authorization");
+    const std::string prefix = "Bearer ";
+    const std::string given = auth.rfind(prefix, 0) == 0 ? auth.substr(prefix.size()) : std::string();
+    if (!constant_time_equal(given, options_.api_key))
+      return fail(res, api_error(401, "missing or invalid API key (Authorization: Bearer ...)", "authentication_error",
+                                 "", "invalid_api_key"));
+  }
+  if (state_.load() != State::kReady)
+    return fail(res, api_error(503, state_.load() == State::kLoading ? "the model is loading" : "the server is shutting down",
+                               "service_unavailable"));
+
+  if (path == "/v1/models") {
+    return reply(res, 200,
+                 {{"object", "list"},
+                  {"data", json::array({{{"id", options_.served_model_name},
+                                         {"object", "model"},
+                                         {"created", int64_t(std::time(nullptr))},
+                                         {"owned_by", "deepinfer"},
+                                         {"max_model_len", engine_->max_model_len()}}})}});
+  }
+  if (path == "/v1/completions") return completions(req, res);
+  if (path == "/v1/chat/completions") return chat_completions(req, res);
+  if (path == "/tokenize") return tokenize(req, res);
+  return detokenize(req, res);
+}
+
+namespace {
+
+// The body as JSON, or the 400 to send. nlohmann's parser rejects invalid UTF-8 in strings.
+std::optional<ApiError> parse_body(const HttpRequest& req, ojson& out) {
+  out = ojson::parse(req.body, nullptr, /*allow_exceptions=*/false);
+  if (out.is_discarded())
+    return api_error(400, "the request body is not valid JSON (or holds invalid UTF-8)");
+  if (!out.is_object()) return api_error(400, "the request body must be a JSON object");
+  return std::nullopt;
+}
+
+}  // namespace
+
+bool OpenAiService::check_model(const std::string& model, const std::shared_ptr<HttpResponder>& res) {
+  if (model.empty() || model == options_.served_model_name) return true;
+  fail(res, api_error(404, "the model '" + model + "' does not exist; this server serves '" + options_.served_model_name + "'",
+                      "not_found_error", "model", "model_not_found"));
+  return false;
+}
+
+void OpenAiService::completions(const HttpRequest& req, const std::shared_ptr<HttpResponder>& res) {
+  ojson body;
+  if (auto e = parse_body(req, body)) return fail(res, *e);
+  auto parsed = parse_completion_request(body, options_.limits);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return fail(res, *e);
+  CompletionRequest& r = std::get<CompletionRequest>(parsed);
+  if (!check_model(r.options.model, res)) return;
+  if (r.echo && r.options.sampling.wants_logprobs())
+    return fail(res, api_error(400, "'echo' together with 'logprobs' (prompt logprobs) is not supported", "invalid_request_error", "echo"));
+
+  GenerationJob::Setup setup;
+  setup.kind = GenerationJob::Kind::kCompletion;
+  setup.id = "cmpl-" + random_suffix(next_id_.fetch_add(1));
+  setup.model = options_.served_model_name;
+  for (auto& p : r.prompts) {
+    GenerationJob::Prompt prompt;
+    if (p.is_text) {
+      auto ids = tokenizer_->encode(p.text, /*add_special_tokens=*/true);
+      if (!ids.ok()) return fail(res, api_error(400, "'prompt': " + ids.status().message(), "invalid_request_error", "prompt"));
+      prompt.ids = std::move(ids).value();
+      if (r.echo) prompt.echo_text = p.text;
+    } else {
+      prompt.ids = std::move(p.ids);
+      if (r.echo) {
+        auto text = tokenizer_->decode(prompt.ids, false);
+        if (!text.ok()) return fail(res, api_error(400, "'prompt': " + text.status().message(), "invalid_request_error", "prompt"));
+        prompt.echo_text = text.value();
+      }
+    }
+    if (prompt.ids.empty()) return fail(res, api_error(400, "'prompt' encodes to no tokens", "invalid_request_error", "prompt"));
+    setup.prompts.push_back(std::move(prompt));
+  }
+  setup.options = std::move(r.options);
+  start(std::make_shared<GenerationJob>(std::move(setup), *tokenizer_, res, metrics_), res, 0);
+}
+
+void OpenAiService::chat_completions(const HttpRequest& req, const std::shared_ptr<HttpResponder>& res) {
+  ojson body;
+  if (auto e = parse_body(req, body)) return fail(res, *e);
+  auto parsed = parse_chat_request(body, options_.limits);
+  if (auto* e = std::get_if<ApiError>(&parsed)) return fail(res, *e);
+  ChatRequest& r = std::get<ChatRequest>(parsed);
+  if (!check_model(r.options.model, res)) return;
+  if (!chat_template_) return fail(res, api_error(400, "this model has no chat template; use /v1/completions"));
+
+  // The request chooses template variables, never the template or the server-set arguments.
+  ojson kwargs = r.chat_template_kwargs;
+  for (const char* reserved : {"messages", "tools", "add_generation_prompt", "documents", "chat_template"})
+    kwargs.erase(reserved);
+  const bool use_tools = !r.tools.is_null() && r.tool_choice != "none";
+  auto rendered = chat_template_->render(r.messages, use_tools ? r.tools : ojson(nullptr), r.add_generation_prompt, kwargs);
+  if (!rendered.ok()) return fail(res, api_error(400, "chat template: " + rendered.status().message(), "invalid_request_error", "messages"));
+  auto ids = tokenizer_->encode(rendered.value(), /*add_special_tokens=*/false);
+  if (!ids.ok()) return fail(res, api_error(400, ids.status().message(), "invalid_request_error", "messages"));
+
+  GenerationJob::Setup setup;
+  setup.kind = GenerationJob::Kind::kChat;
+  setup.id = "chatcmpl-" + random_suffix(next_id_.fetch_add(1));
+  setup.model = options_.served_model_name;
+  setup.prompts.push_back({std::move(ids).value(), ""});
+  setup.chat.parse_tool_calls = use_tools;
+  if (reasoning_model_) {
+    setup.chat.parse_reasoning = true;
+    setup.chat.reasoning_open = chat::prompt_opens_reasoning(rendered.value());
+  }
+  setup.options = std::move(r.options);
+  start(std::make_shared<GenerationJob>(std::move(setup), *tokenizer_, res, metrics_), res, 0);
+}
+
+void OpenAiService::start(std::shared_ptr<GenerationJob> job, const std::shared_ptr<HttpResponder>& res, int priority) {
+  const auto& setup = job->setup();
+  const int max_len = engine_->max_model_len();
+  for (const auto& p : setup.prompts) {
+    const int n_prompt = int(p.ids.size()), n_out = setup.options.sampling.max_tokens;
+    if (n_prompt + std::max(n_out, 1) > max_len) {
+      return fail(res, api_error(400, "this model's maximum context length is " + std::to_string(max_len) +
+                                     " tokens, but the request asks for " + std::to_string(n_prompt + n_out) + " (" +
+                                     std::to_string(n_prompt) + " in the prompt, " + std::to_string(n_out) +
+                                     " for the completion)",
+                            "invalid_request_error", "max_tokens", "context_length_exceeded"));
+    }
+  }
+  const EngineStats stats = engine_->stats();
+  const size_t waiting = std::max<size_t>(size_t(stats.n_waiting), pump_.n_active() > size_t(stats.n_running)
+                                                                        ? pump_.n_active() - size_t(stats.n_running)
+                                                                        : 0);
+  if (waiting >= size_t(options_.max_queued_requests))
+    return fail(res, api_error(429, "too many requests are waiting (" + std::to_string(waiting) + "); retry later",
+                               "rate_limit_error", "", "queue_full"),
+                {{"Retry-After", "1"}});
+  if (options_.request_timeout_seconds > 0)
+    job->set_deadline(GenerationJob::Clock::now() +
+                      std::chrono::milliseconds(int64_t(options_.request_timeout_seconds * 1000)));
+
+  std::weak_ptr<GenerationJob> weak = job;
+  std::vector<RequestHandle> handles;
+  for (const auto& p : setup.prompts) {
+    Request request{p.ids, setup.options.sampling, priority};
+    auto handle = engine_->submit(std::move(request), [this, weak] {
+      if (auto j = weak.lock()) pump_.notify(j);
+    });
+    if (!handle.ok()) {
+      for (auto& h : handles) engine_->abort(h.id());
+      return fail(res, api_error(400, handle.status().message()));
+    }
+    handles.push_back(std::move(handle).value());
+  }
+  job->attach(std::move(handles), engine_);
+  res->on_disconnect([this, weak] {
+    if (auto j = weak.lock()) {
+      j->abort("client disconnected");
+      pump_.notify(j);
+    }
+  });
+  pump_.add(std::move(job));
+}
+
+void OpenAiService::tokenize(const HttpRequest& req, const std::shared_ptr<HttpResponder>& res) {
+  ojson body;
+  if (auto e = parse_body(req, body)) return fail(res, *e);
+  if (body.contains("model") && body["model"].is_string() && !check_model(body["model"].get<std::string>(), res)) return;
+  bool add_special = true;
+  if (body.contains("add_special_tokens")) {
+    if (!body["add_special_tokens"].is_boolean()) return fail(res, api_error(400, "'add_special_tokens' must be true or false", "invalid_request_error", "add_special_tokens"));
+    add_special = body["add_special_tokens"].get<bool>();
+  }
+  std::string text;
+  if (body.contains("prompt")) {
+    if (!body["prompt"].is_string()) return fail(res, api_error(400, "'prompt' must be a string", "invalid_request_error", "prompt"));
+    text = body["prompt"].get<std::string>();
+  } else if (body.contains("messages")) {
+    ojson chat_body = body;
+    auto parsed = parse_chat_request(chat_body, options_.limits);
+    if (auto* e = std::get_if<ApiError>(&parsed)) return fail(res, *e);
+    if (!chat_template_) return fail(res, api_error(400, "this model has no chat template"));
+    auto& r = std::get<ChatRequest>(parsed);
+    auto rendered = chat_template_->render(r.messages, r.tools, r.add_generation_prompt, ojson::object());
+    if (!rendered.ok()) return fail(res, api_error(400, "chat template: " + rendered.status().message()));
+    text = rendered.value();
+    add_special = false;
+  } else {
+    return fail(res, api_error(400, "give 'prompt' (a string) or 'messages'", "invalid_request_error", "prompt"));
+  }
+  auto ids = tokenizer_->encode(text, add_special);
+  if (!ids.ok()) return fail(res, api_error(400, ids.status().message(), "invalid_request_error", "prompt"));
+  reply(res, 200, {{"tokens", ids.value()}, {"count", ids.value().size()}, {"max_model_len", engine_->max_model_len()}});
+}
+
+void OpenAiService::detokenize(const HttpRequest& req, const std::shared_ptr<HttpResponder>& res) {
+  ojson body;
+  if (auto e = parse_body(req, body)) return fail(res, *e);
+  if (body.contains("model") && body["model"].is_string() && !check_model(body["model"].get<std::string>(), res)) return;
+  if (!body.contains("tokens") || !body["tokens"].is_array())
+    return fail(res, api_error(400, "'tokens' must be a list of token ids", "invalid_request_error", "tokens"));
+  std::vector<int32_t> ids;
+  for (const auto& t : body["tokens"]) {
+    if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= options_.limits.vocab_size)
+      return fail(res, api_error(400, "'tokens' holds " + t.dump() + ", which is not a token id of this model",
+                                 "invalid_request_error", "tokens"));
+    ids.push_back(t.get<int32_t>());
+  }
+  auto text = tokenizer_->decode(ids, false);
+  if (!text.ok()) return fail(res, api_error(400, text.status().message(), "invalid_request_error", "tokens"));
+  reply(res, 200, {{"prompt", text.value()}});
+}
+
+}  // namespace deepinfer

@@ -1,0 +1,77 @@
+// OpenAiService: the HTTP routes of `deepinfer serve` over one engine, tokenizer and chat
+// template. JSON is parsed into native requests here (openai_request.h) and never reaches the
+// engine; answers and errors use OpenAI's shapes.
+//
+// Routes: POST /v1/completions, POST /v1/chat/completions, GET /v1/models, GET /health,
+// GET /metrics, POST /tokenize, POST /detokenize. With an API key, every route but /health and
+// /metrics needs "Authorization: Bearer KEY" (compared in constant time).
+// States: loading (503 everywhere), ready, draining (new work 503; running requests finish).
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "chat/chat_template.h"
+#include "engine/engine.h"
+#include "server/http_server.h"
+#include "server/metrics.h"
+#include "server/openai_request.h"
+#include "server/output_pump.h"
+#include "tokenizer/tokenizer.h"
+
+namespace deepinfer {
+
+struct ServeOptions {
+  std::string served_model_name = "default";
+  std::string api_key;                 // empty: no authentication
+  RequestLimits limits;                // vocab_size is filled in from the model
+  int max_queued_requests = 1024;      // waiting requests beyond this get 429
+  double request_timeout_seconds = 0;  // 0: none
+  int pump_threads = 1;
+};
+
+class OpenAiService {
+ public:
+  enum class State { kLoading, kReady, kDraining };
+
+  explicit OpenAiService(ServeOptions options);
+  ~OpenAiService();
+
+  // Called once the model is loaded; the service becomes ready.
+  void attach(Engine* engine, Tokenizer tokenizer, std::optional<chat::ChatTemplate> chat_template);
+  void set_draining();
+  State state() const { return state_.load(); }
+  size_t n_active() const { return pump_.n_active(); }
+  void abort_all(const std::string& reason) { pump_.abort_all(reason); }
+  void set_open_connections(std::function<size_t()> fn) { open_connections_ = std::move(fn); }
+
+  void handle(HttpRequest request, std::shared_ptr<HttpResponder> responder);
+
+ private:
+  void route(const HttpRequest& req, const std::shared_ptr<HttpResponder>& res, const std::string& path);
+  void completions(const HttpRequest& req, const std::shared_ptr<HttpResponder>& res);
+  void chat_completions(const HttpRequest& req, const std::shared_ptr<HttpResponder>& res);
+  void tokenize(const HttpRequest& req, const std::shared_ptr<HttpResponder>& res);
+  void detokenize(const HttpRequest& req, const std::shared_ptr<HttpResponder>& res);
+  // Submits the job's prompts to the engine and hands it to the pump; answers errors itself.
+  void start(std::shared_ptr<GenerationJob> job, const std::shared_ptr<HttpResponder>& res, int priority);
+  bool check_model(const std::string& model, const std::shared_ptr<HttpResponder>& res);
+  void reply(const std::shared_ptr<HttpResponder>& res, int status, const nlohmann::json& body, HttpHeaders headers = {});
+  void fail(const std::shared_ptr<HttpResponder>& res, const ApiError& e, HttpHeaders headers = {});
+
+  ServeOptions options_;
+  std::atomic<State> state_{State::kLoading};
+  Engine* engine_ = nullptr;
+  std::optional<Tokenizer> tokenizer_;
+  std::optional<chat::ChatTemplate> chat_template_;
+  bool reasoning_model_ = false;  // the vocabulary has </think>
+  ServerMetrics metrics_;
+  OutputPump pump_;
+  std::function<size_t()> open_connections_;
+  std::atomic<uint64_t> next_id_{0};
+};
+
+}  // namespace deepinfer
