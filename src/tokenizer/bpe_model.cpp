@@ -59,7 +59,11 @@ void BpeModel::MergeTable::build(const std::vector<std::pair<uint64_t, uint64_t>
 
 Result<BpeModel> BpeModel::FromJson(const json& config) {
   const std::string where = "model";
-  DI_ASSIGN_OR_RETURN(std::string type, json_fields::get_type(config, where));
+  if (!config.is_object()) return Status::Error("model: expected an object");
+  // Files from old library versions have no "type"; their BPE models are known by "merges".
+  const std::string type = config.contains("type") && config["type"].is_string()
+                               ? config["type"].get<std::string>()
+                               : (config.contains("merges") ? "BPE" : "unknown");
   if (type != "BPE") return Status::Error("model type '" + type + "' is not supported (only BPE)");
   BpeModel m;
   if (auto it = config.find("dropout"); it != config.end() && !it->is_null() &&

@@ -39,11 +39,11 @@ class PreTokenizer {
       storage.clear();
       byte_level = false;
     }
-    std::string_view store(std::string s) { return storage.emplace_back(std::move(s)); }
 
    private:
-    std::deque<std::string> storage;
     friend class PreTokenizer;
+    std::string_view store(std::string s) { return storage.emplace_back(std::move(s)); }
+    std::deque<std::string> storage;
     std::vector<Piece> scratch;
     std::vector<Regex::Match> matches;
   };

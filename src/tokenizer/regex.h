@@ -43,8 +43,6 @@ class Regex {
   // Whether the pattern matches somewhere in `text` (valid UTF-8).
   bool matches(std::string_view text) const;
 
-  const std::string& pattern() const { return pattern_; }
-
  private:
   Regex() = default;
   std::string pattern_;      // the PCRE2 pattern as compiled

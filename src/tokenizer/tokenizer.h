@@ -65,9 +65,8 @@ class Tokenizer {
   const nlohmann::json& chat_template() const;
   std::optional<uint64_t> model_max_length() const;
 
-  struct Impl;
-
  private:
+  struct Impl;
   friend class IncrementalDetokenizer;
   explicit Tokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
   // Decoding for the incremental detokenizer: `continuation` says earlier tokens precede `ids`.
