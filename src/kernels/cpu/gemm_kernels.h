@@ -95,7 +95,7 @@ inline void dot_tile(const float* const* x, const WeightRow<typename R::E>* w, i
       }
 #pragma GCC unroll 16
       for (int i = 0; i < MR; ++i) {
-        const F xv = V::load(x[i] + k);
+        const F xv = V::pin(V::load(x[i] + k));
 #pragma GCC unroll 4
         for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(xv, wv[j], acc[i][j]);
       }
@@ -122,13 +122,15 @@ inline void dot_tile(const float* const* x, const WeightRow<typename R::E>* w, i
     for (int j = 0; j < NR; ++j) out[i * NR + j] = V::hsum(acc[i][j]);
 }
 
-// Runs dot_tile over rows [0, m) in tiles of up to 4 rows for the 4 weight rows `w`.
+// Runs dot_tile over rows [0, m) in tiles of up to 6 rows for the 4 weight rows `w`.
 template <class V, class R>
 inline void dot_rows(const float* const* x, int64_t m, const WeightRow<typename R::E>* w, int64_t k_len,
                      int64_t seg, float* out /* [m, 4] */) {
   int64_t r = 0;
-  for (; r + 4 <= m; r += 4) dot_tile<V, R, 4>(x + r, w, k_len, seg, out + r * 4);
+  for (; r + 6 <= m; r += 6) dot_tile<V, R, 6>(x + r, w, k_len, seg, out + r * 4);
   switch (m - r) {
+    case 5: dot_tile<V, R, 5>(x + r, w, k_len, seg, out + r * 4); break;
+    case 4: dot_tile<V, R, 4>(x + r, w, k_len, seg, out + r * 4); break;
     case 3: dot_tile<V, R, 3>(x + r, w, k_len, seg, out + r * 4); break;
     case 2: dot_tile<V, R, 2>(x + r, w, k_len, seg, out + r * 4); break;
     case 1: dot_tile<V, R, 1>(x + r, w, k_len, seg, out + r * 4); break;
@@ -137,7 +139,7 @@ inline void dot_rows(const float* const* x, int64_t m, const WeightRow<typename 
 }
 
 // Activation rows per pass: a pass's rows stay in L1/L2 while the block's weight rows stream.
-constexpr int64_t kRowsPerPass = 16;
+constexpr int64_t kRowsPerPass = 24;
 
 template <class V, DType T>
 void linear_block_t(const float* const* x, int64_t m, const LinearWeight& w, int64_t o_begin, int64_t o_end,
@@ -202,6 +204,7 @@ inline void outer_tile(const float* const* x, int64_t n_d, const LinearWeight& w
       const int n = std::clamp(n_valid - j * V::kW, 0, V::kW);
       wv[j] = full ? R::load(row.data + c) : R::load_n(row.data + c, n);
       if constexpr (R::kScaled) wv[j] = V::mul(wv[j], V::bcast(row.scales[c / w.block_cols] * 256.0f));
+      wv[j] = V::pin(wv[j]);
     }
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) {

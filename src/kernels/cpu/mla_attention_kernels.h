@@ -84,10 +84,10 @@ inline void accumulate_dots(const float* const* a, const float* const* b, int n,
   for (; k + V::kW <= n; k += V::kW) {
     typename V::F bv[NR];
 #pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) bv[j] = V::load(b[j] + k);
+    for (int j = 0; j < NR; ++j) bv[j] = V::pin(V::load(b[j] + k));
 #pragma GCC unroll 4
     for (int i = 0; i < MR; ++i) {
-      const typename V::F av = V::load(a[i] + k);
+      const typename V::F av = V::pin(V::load(a[i] + k));
 #pragma GCC unroll 4
       for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(av, bv[j], acc[i][j]);
     }
@@ -208,7 +208,8 @@ void mla_attend_row(const MlaAttentionParams& p, const BatchSequence& s, int64_t
           F lv[NC];
 #pragma GCC unroll 4
           for (int j = 0; j < NC; ++j)
-            lv[j] = full ? V::load(lat + j * V::kW) : V::load_n(lat + j * V::kW, std::clamp(n_valid - j * V::kW, 0, V::kW));
+            lv[j] = V::pin(full ? V::load(lat + j * V::kW)
+                                : V::load_n(lat + j * V::kW, std::clamp(n_valid - j * V::kW, 0, V::kW)));
 #pragma GCC unroll 4
           for (int i = 0; i < 4; ++i) {
             const F pv = V::bcast(pr[i][t]);

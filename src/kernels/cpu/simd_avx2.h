@@ -19,6 +19,11 @@ struct Avx2 {
   static F load_n(const float* p, int n) { return _mm256_maskload_ps(p, mask(n)); }
   static void store(float* p, F v) { _mm256_storeu_ps(p, v); }
   static void store_n(float* p, F v, int n) { _mm256_maskstore_ps(p, mask(n), v); }
+  // Keeps v in a register, so a loaded vector reused by several FMAs is loaded once.
+  static F pin(F v) {
+    asm("" : "+x"(v));
+    return v;
+  }
   static F add(F a, F b) { return _mm256_add_ps(a, b); }
   static F mul(F a, F b) { return _mm256_mul_ps(a, b); }
   static F fma(F a, F b, F c) { return _mm256_fmadd_ps(a, b, c); }

@@ -19,6 +19,11 @@ struct Avx512 {
   static F load_n(const float* p, int n) { return _mm512_maskz_loadu_ps(mask(n), p); }
   static void store(float* p, F v) { _mm512_storeu_ps(p, v); }
   static void store_n(float* p, F v, int n) { _mm512_mask_storeu_ps(p, mask(n), v); }
+  // Keeps v in a register, so a loaded vector reused by several FMAs is loaded once.
+  static F pin(F v) {
+    asm("" : "+v"(v));
+    return v;
+  }
   static F add(F a, F b) { return _mm512_add_ps(a, b); }
   static F mul(F a, F b) { return _mm512_mul_ps(a, b); }
   static F fma(F a, F b, F c) { return _mm512_fmadd_ps(a, b, c); }

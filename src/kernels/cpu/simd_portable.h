@@ -32,6 +32,8 @@ struct Portable {
   static void store_n(float* p, F v, int n) {
     for (int i = 0; i < n; ++i) p[i] = v.v[i];
   }
+  // Keeps v in a register, so a loaded vector reused by several FMAs is loaded once.
+  static F pin(F v) { return v; }
   static F add(F a, F b) { return lanes(a, b, [](float x, float y) { return x + y; }); }
   static F mul(F a, F b) { return lanes(a, b, [](float x, float y) { return x * y; }); }
   static F fma(F a, F b, F c) {
