@@ -10,6 +10,11 @@
 namespace deepinfer::chat::jinja {
 namespace {
 
+// Most tokens in one {{ }} or {% %} tag. Operator chains parse into trees as deep as they are
+// long, and rendering recurses through them: this bounds the native stack a template can use.
+// Real chat templates stay under a hundred.
+constexpr size_t kMaxTagTokens = 2048;
+
 std::string normalize_source(std::string_view source) {
   std::string out;
   out.reserve(source.size());
@@ -224,6 +229,7 @@ class Lexer {
 
   void lex_tag(bool block) {
     emit(block ? Token::Type::kBlockBegin : Token::Type::kVariableBegin, "");
+    const size_t first_token = tokens_.size();
     const char close = block ? '%' : '}';
     std::vector<char> balance;
     while (true) {
@@ -240,6 +246,7 @@ class Lexer {
           return;
         }
       }
+      if (tokens_.size() - first_token > kMaxTagTokens) fail("tag longer than 2048 tokens");
       const char c = src_[pos_];
       if (is_ascii_space(c)) {
         size_t p = pos_;

@@ -12,6 +12,10 @@ namespace {
 
 using T = Token::Type;
 
+// Deepest nesting of expressions and blocks accepted (guards the native stack when parsing and
+// rendering; real templates nest a few levels).
+constexpr int kMaxNesting = 256;
+
 class Parser {
  public:
   explicit Parser(std::vector<Token> tokens) : tokens_(std::move(tokens)) {}
@@ -114,7 +118,17 @@ class Parser {
     expect_block_end();
   }
 
+  // Counts nesting for the scope of a parse call.
+  struct Nest {
+    explicit Nest(Parser& p) : parser(p) {
+      if (++parser.nesting_ > kMaxNesting) parser.fail("template nested too deeply");
+    }
+    ~Nest() { --parser.nesting_; }
+    Parser& parser;
+  };
+
   Node parse_statement() {
+    Nest nest(*this);
     const int line = cur().line;
     if (cur().type != T::kName) fail("expected a statement name");
     const std::string tag = cur().value;
@@ -316,6 +330,7 @@ class Parser {
   ExprPtr parse_expression(bool with_condition) { return with_condition ? parse_condition() : parse_or(); }
 
   ExprPtr parse_condition() {
+    Nest nest(*this);
     ExprPtr expr = parse_or();
     while (is_name("if")) {
       const int line = cur().line;
@@ -354,6 +369,7 @@ class Parser {
   }
 
   ExprPtr parse_not() {
+    Nest nest(*this);
     if (is_name("not")) {
       auto e = make(Expr::Kind::kNot, cur().line);
       next();
@@ -445,6 +461,7 @@ class Parser {
   }
 
   ExprPtr parse_unary(bool with_filter) {
+    Nest nest(*this);
     ExprPtr node;
     if (is_op("-") || is_op("+")) {
       auto e = make(is_op("-") ? Expr::Kind::kNeg : Expr::Kind::kPos, cur().line);
@@ -692,6 +709,7 @@ class Parser {
   std::vector<Token> tokens_;
   size_t pos_ = 0;
   int loop_depth_ = 0;  // for-loop bodies being parsed, for break/continue
+  int nesting_ = 0;     // see kMaxNesting
 };
 
 // Checks, after parsing, that every name the template calls or filters with is implemented.

@@ -21,27 +21,9 @@
 namespace deepinfer::chat::jinja {
 
 class Value;
+class ValueDict;
+struct CallArgs;
 using ValueList = std::vector<Value>;
-
-// Insertion-ordered map (a Python dict as templates build and read it).
-class ValueDict {
- public:
-  const Value* find(std::string_view key) const;
-  const Value* find(const Value& key) const;
-  void set(std::string key, Value value);  // replaces in place or appends
-  void set(Value key, Value value);
-  const std::vector<std::pair<Value, Value>>& items() const { return items_; }
-  size_t size() const { return items_.size(); }
-
- private:
-  std::vector<std::pair<Value, Value>> items_;
-};
-
-// Arguments of a call: positional, then keyword in call order.
-struct CallArgs {
-  ValueList positional;
-  std::vector<std::pair<std::string, Value>> keyword;
-};
 
 // A callable: a macro, a global function, or a method bound to its object. Errors raise
 // RenderError (jinja_error.h).
@@ -126,6 +108,26 @@ class Value {
   std::shared_ptr<const ValueList> list_;
   std::shared_ptr<ValueDict> dict_;
   std::shared_ptr<const Function> fn_;
+};
+
+// Insertion-ordered map (a Python dict as templates build and read it).
+class ValueDict {
+ public:
+  const Value* find(std::string_view key) const;
+  const Value* find(const Value& key) const;
+  void set(std::string key, Value value);  // replaces in place or appends
+  void set(Value key, Value value);
+  const std::vector<std::pair<Value, Value>>& items() const { return items_; }
+  size_t size() const { return items_.size(); }
+
+ private:
+  std::vector<std::pair<Value, Value>> items_;
+};
+
+// Arguments of a call: positional, then keyword in call order.
+struct CallArgs {
+  ValueList positional;
+  std::vector<std::pair<std::string, Value>> keyword;
 };
 
 }  // namespace deepinfer::chat::jinja

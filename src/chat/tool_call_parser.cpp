@@ -131,6 +131,10 @@ void ToolCallParser::run(ToolCallDelta& out, bool at_end) {
           continue;
         }
         if (starts_with(rest, kCallsEnd)) {
+          if (!raw_.empty()) {  // a block without calls is not a tool call: keep it as text
+            fall_back(out);
+            continue;
+          }
           pending_.erase(0, i + kCallsEnd.size());
           raw_.clear();
           state_ = State::kContent;

@@ -59,6 +59,7 @@ std::vector<Case> cases() {
       {B + CB + "search" + S + "{\"query\": \"cut off", B + CB + "search" + S + "{\"query\": \"cut off", {}},
       {B + v31_cats + "\n", "\n", {{"search", "{\"query\": \"cats\", \"tags\": [\"pets\"]}"}}},
       {"x" + B, "x" + B, {}},
+      {B + E + "y", B + E + "y", {}},
   };
 }
 
