@@ -1,7 +1,8 @@
-// `deepinfer generate`: runs a prompt (token ids) through a checkpoint and prints the generated
-// ids with each token's log-probability under the full-vocabulary softmax.
-#include <cmath>
+// `deepinfer generate`: runs prompts (token ids or text) through the engine, all batched
+// together, and prints each one's generated ids with every token's log-probability under the
+// full-vocabulary softmax (and, with a tokenizer, the text).
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -10,127 +11,160 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "kernels/ops.h"
-#include "model/deepseek/model.h"
+#include "cli/engine_flags.h"
+#include "engine/engine.h"
+#include "model/loader.h"
+#include "tokenizer/tokenizer.h"
 
 namespace deepinfer::cli {
 namespace {
 
-struct GenerateOptions {
+struct GenerateFlags {
   std::string model_dir;
   std::string prompt_ids;
-  int max_tokens = 16;
-  double temperature = 0.0;
-  bool ignore_eos = false;
+  std::string prompt;
+  std::string prompts_file;
+  SamplingParams sampling;
   bool json = false;
+  EngineFlags engine;
 };
 
-Result<std::vector<int32_t>> parse_ids(const std::string& text, int vocab_size) {
+int fail(const std::string& message) {
+  std::fprintf(stderr, "error: %s\n", message.c_str());
+  return 1;
+}
+
+Result<std::vector<int32_t>> parse_id_list(const std::string& text) {
   std::vector<int32_t> ids;
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
     char* end = nullptr;
     const long v = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0') return Status::Error("--prompt-ids: '" + item + "' is not an integer");
-    if (v < 0 || v >= vocab_size)
-      return Status::Error("--prompt-ids: token id " + item + " is outside the vocabulary [0, " +
-                           std::to_string(vocab_size) + ")");
+    if (item.empty() || *end != '\0' || v < 0 || v > INT32_MAX)
+      return Status::Error("--prompt-ids: '" + item + "' is not a token id");
     ids.push_back(int32_t(v));
   }
   if (ids.empty()) return Status::Error("--prompt-ids: no token ids given");
   return ids;
 }
 
-// Greedy choice (lowest id on ties) and its natural-log softmax probability.
-std::pair<int32_t, double> greedy_with_logprob(const float* logits, int n) {
-  int32_t best = 0;
-  for (int i = 1; i < n; ++i)
-    if (logits[i] > logits[best]) best = i;
-  double sum = 0;
-  for (int i = 0; i < n; ++i) sum += std::exp(double(logits[i]) - double(logits[best]));
-  return {best, -std::log(sum)};
+// One prompt per JSON line: {"prompt_ids": [...]} or {"prompt": "..."}.
+Result<std::vector<nlohmann::json>> read_prompts_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status::Error(path + ": cannot open");
+  std::vector<nlohmann::json> out;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.is_object() || (!j.contains("prompt_ids") && !j.contains("prompt")))
+      return Status::Error(path + ":" + std::to_string(n) + ": expected {\"prompt_ids\": [...]} or {\"prompt\": \"...\"}");
+    out.push_back(std::move(j));
+  }
+  if (out.empty()) return Status::Error(path + ": no prompts");
+  return out;
 }
 
-int run_generate(const GenerateOptions& o) {
-  auto model = DeepseekModel::Load(o.model_dir, cpu_backend());
-  if (!model.ok()) {
-    std::fprintf(stderr, "error: %s\n", model.status().message().c_str());
-    return 1;
-  }
-  DeepseekModel& m = **model;
-  const CausalLMInfo& info = m.info();
-  auto prompt = parse_ids(o.prompt_ids, info.vocab_size);
-  if (!prompt.ok()) {
-    std::fprintf(stderr, "error: %s\n", prompt.status().message().c_str());
-    return 1;
-  }
-  if (o.temperature != 0.0) {
-    std::fprintf(stderr, "error: --temperature: only 0 (greedy) is supported here\n");
-    return 1;
-  }
-  const int n_prompt = int(prompt->size());
-  const int n_total = n_prompt + o.max_tokens;
-  if (n_total > info.max_position_embeddings) {
-    std::fprintf(stderr, "error: prompt (%d) + max tokens (%d) exceeds the context of %d\n", n_prompt, o.max_tokens,
-                 info.max_position_embeddings);
-    return 1;
-  }
+int run_generate(GenerateFlags& f) {
+  if (Status s = f.engine.resolve(); !s.ok()) return fail(s.message());
+  const int given = int(!f.prompt_ids.empty()) + int(!f.prompt.empty()) + int(!f.prompts_file.empty());
+  if (given != 1) return fail("give exactly one of --prompt-ids, --prompt, --prompts-file");
 
-  // One sequence over a private paged cache with f32 storage.
-  KvCacheView kv;
-  kv.layout = {DType::F32, info.kv_lora_rank, info.qk_rope_head_dim};
-  kv.block_size = 64;
-  kv.num_blocks = (n_total + kv.block_size - 1) / kv.block_size;
-  const size_t layer_bytes = size_t(kv.num_blocks) * kv.block_size * kv.layout.bytes_per_token();
-  std::vector<std::vector<uint8_t>> storage(size_t(info.n_layers), std::vector<uint8_t>(layer_bytes));
-  for (auto& s : storage) kv.layer_base.push_back(s.data());
-  std::vector<int32_t> block_table(size_t(kv.num_blocks));
-  for (int i = 0; i < kv.num_blocks; ++i) block_table[size_t(i)] = i;
-
-  std::vector<int32_t> out_ids;
-  std::vector<double> logprobs;
-  std::vector<float> logits(size_t(info.vocab_size));
-  std::vector<int32_t> pending = *prompt;
-  int n_ctx = 0;
-  for (int step = 0; step < o.max_tokens; ++step) {
-    ForwardBatch b;
-    b.token_ids = pending;
-    for (int i = 0; i < int(pending.size()); ++i) b.positions.push_back(n_ctx + i);
-    n_ctx += int(pending.size());
-    b.seqs.push_back({0, int32_t(pending.size()), n_ctx, block_table.data()});
-    b.logit_rows.push_back(int32_t(pending.size()) - 1);
-    m.forward(b, kv, logits.data());
-    auto [id, lp] = greedy_with_logprob(logits.data(), info.vocab_size);
-    out_ids.push_back(id);
-    logprobs.push_back(lp);
-    pending = {id};
-    bool is_eos = false;
-    for (int32_t e : info.eos_token_ids) is_eos |= (e == id);
-    if (is_eos && !o.ignore_eos) break;
-  }
-
-  if (o.json) {
-    nlohmann::json j = {{"prompt_ids", *prompt}, {"output_ids", out_ids}, {"logprobs", logprobs}};
-    std::cout << j.dump() << "\n";
+  std::vector<nlohmann::json> inputs;
+  if (!f.prompts_file.empty()) {
+    auto r = read_prompts_file(f.prompts_file);
+    if (!r.ok()) return fail(r.status().message());
+    inputs = std::move(r).value();
+  } else if (!f.prompt.empty()) {
+    inputs.push_back({{"prompt", f.prompt}});
   } else {
-    std::cout << "output ids:";
-    for (int32_t id : out_ids) std::cout << ' ' << id;
-    std::cout << "\n";
+    auto ids = parse_id_list(f.prompt_ids);
+    if (!ids.ok()) return fail(ids.status().message());
+    inputs.push_back({{"prompt_ids", ids.value()}});
+  }
+
+  std::optional<Tokenizer> tokenizer;
+  bool needs_tokenizer = false;
+  for (const auto& in : inputs) needs_tokenizer |= in.contains("prompt");
+  auto tok = Tokenizer::Load(f.model_dir);
+  if (tok.ok()) tokenizer = std::move(tok).value();
+  else if (needs_tokenizer) return fail(tok.status().message());
+
+  auto model = load_causal_lm(f.model_dir);
+  if (!model.ok()) return fail(model.status().message());
+  std::fprintf(stderr, "%s\n", describe_causal_lm(**model).c_str());
+  auto engine = Engine::create(std::move(model).value(), f.engine.options);
+  if (!engine.ok()) return fail(engine.status().message());
+
+  f.sampling.logprobs = true;
+  std::vector<RequestHandle> handles;
+  std::vector<std::vector<int32_t>> prompts;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::vector<int32_t> ids;
+    if (inputs[i].contains("prompt")) {
+      if (!inputs[i]["prompt"].is_string()) return fail("prompt " + std::to_string(i + 1) + ": 'prompt' must be a string");
+      auto enc = tokenizer->encode(inputs[i]["prompt"].get<std::string>(), /*add_special_tokens=*/true);
+      if (!enc.ok()) return fail("prompt " + std::to_string(i + 1) + ": " + enc.status().message());
+      ids = std::move(enc).value();
+    } else {
+      const auto& arr = inputs[i]["prompt_ids"];
+      if (!arr.is_array() || arr.empty()) return fail("prompt " + std::to_string(i + 1) + ": 'prompt_ids' must be a non-empty list");
+      for (const auto& x : arr) {
+        if (!x.is_number_integer()) return fail("prompt " + std::to_string(i + 1) + ": token ids must be integers");
+        ids.push_back(x.get<int32_t>());
+      }
+    }
+    auto h = (*engine)->submit(Request{ids, f.sampling, 0});
+    if (!h.ok()) return fail("prompt " + std::to_string(i + 1) + ": " + h.status().message());
+    handles.push_back(std::move(h).value());
+    prompts.push_back(std::move(ids));
+  }
+
+  for (size_t i = 0; i < handles.size(); ++i) {
+    CompletedRequest done = handles[i].wait();
+    const CompletedSample& s = done.samples.at(0);
+    std::vector<double> logprobs;
+    for (const auto& lp : s.logprobs) logprobs.push_back(lp.logprob);
+    const std::string finish(finish_reason_name(s.finish_reason));
+    std::string text;
+    if (tokenizer) {
+      auto t = tokenizer->decode(s.token_ids, /*skip_special_tokens=*/true);
+      if (t.ok()) text = t.value();
+    }
+    if (f.json) {
+      nlohmann::json j = {{"prompt_ids", prompts[i]}, {"output_ids", s.token_ids}, {"logprobs", logprobs},
+                          {"finish_reason", finish}};
+      if (tokenizer) j["text"] = text;
+      std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    } else {
+      std::cout << "prompt " << i + 1 << " (" << prompts[i].size() << " tokens, " << finish << "):";
+      for (int32_t id : s.token_ids) std::cout << ' ' << id;
+      if (tokenizer) std::cout << "\n  " << text;
+      std::cout << "\n";
+    }
   }
   return 0;
 }
 
 void add_generate_command(CLI::App& app, Runner& run) {
-  auto o = std::make_shared<GenerateOptions>();
-  CLI::App* cmd = app.add_subcommand("generate", "Generate tokens from a prompt with a checkpoint");
-  cmd->add_option("--model", o->model_dir, "Hugging Face model folder")->required();
-  cmd->add_option("--prompt-ids", o->prompt_ids, "Comma-separated prompt token ids")->required();
-  cmd->add_option("--max-tokens", o->max_tokens, "Tokens to generate")->check(CLI::Range(1, 1 << 20));
-  cmd->add_option("--temperature", o->temperature, "Sampling temperature (0: greedy)");
-  cmd->add_flag("--ignore-eos", o->ignore_eos, "Keep generating after an end-of-sequence token");
-  cmd->add_flag("--json", o->json, "Print one JSON object");
-  cmd->callback([&run, o] { run = [o] { return run_generate(*o); }; });
+  auto f = std::make_shared<GenerateFlags>();
+  f->sampling.max_tokens = 16;
+  f->sampling.temperature = 0.0f;
+  CLI::App* cmd = app.add_subcommand("generate", "Generate from prompts with a checkpoint, all batched");
+  cmd->add_option("--model", f->model_dir, "Hugging Face model folder")->required();
+  cmd->add_option("--prompt-ids", f->prompt_ids, "Comma-separated prompt token ids");
+  cmd->add_option("--prompt", f->prompt, "Prompt text (needs the model's tokenizer)");
+  cmd->add_option("--prompts-file", f->prompts_file, "JSON lines {\"prompt_ids\": [...]} or {\"prompt\": \"...\"}");
+  cmd->add_option("--max-tokens", f->sampling.max_tokens, "Tokens to generate per prompt")->capture_default_str();
+  cmd->add_option("--temperature", f->sampling.temperature, "Sampling temperature (0: greedy)")->capture_default_str();
+  cmd->add_option("--top-p", f->sampling.top_p, "Nucleus sampling mass")->capture_default_str();
+  cmd->add_option("--top-k", f->sampling.top_k, "Sample among the k most likely (0: all)")->capture_default_str();
+  cmd->add_option("--sampling-seed", f->sampling.seed, "Seed of every prompt's sampling");
+  cmd->add_flag("--ignore-eos", f->sampling.ignore_eos, "Keep generating after an end-of-sequence token");
+  cmd->add_flag("--json", f->json, "Print one JSON object per prompt");
+  f->engine.add_to(*cmd);
+  cmd->callback([&run, f] { run = [f] { return run_generate(*f); }; });
 }
 
 const bool kRegistered = register_command(&add_generate_command);
