@@ -74,6 +74,8 @@ struct Node {
     kScope,        // a body rendered as is ({% generation %})
   };
 
+  explicit Node(Kind k) : kind(k) {}
+
   Kind kind;
   int line = 0;
   std::string text;
