@@ -1,7 +1,5 @@
 #include "bench/load_driver.h"
 
-#include "core/check.h"
-
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>

@@ -11,7 +11,6 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <fstream>
