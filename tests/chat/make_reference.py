@@ -356,6 +356,9 @@ SNIPPETS = [
     ("{{ ('<' | safe) + '<' }}|{{ '<' + ('&' | safe) }}|{{ ('<b>' | safe).replace('b', '<') }}|{{ '<x>' | e | upper }}"
      "|{{ ('a' | safe) ~ '<' }}|{{ '-' | safe }}{{ ('<' | e).join(['&', '>']) }}|{{ ('{}' | safe).format('<') }}", {}),
     ("{{ '{} and {}'.format(1, 'two') }}|{{ '{1}{0}{{x}}'.format('a', 'b') }}|{{ '{n}!r={n!r}'.format(n='q') }}", {}),
+    # transformers' {% generation %} tag (AssistantTracker): renders its body
+    ("{% for m in messages %}{% if m.role == 'assistant' %}{% generation %}{{ m.content }}{% endgeneration %}"
+     "{% else %}[{{ m.content }}]{% endif %}{% endfor %}", {"messages": MSGS}),
     # globals
     ("{{ range(3) | list }}{{ range(1, 7, 2) | list }}{{ range(5, 0, -2) | list }}{{ dict(a=1, b='x') }}"
      "{{ namespace(a=1).a }}", {}),
