@@ -182,9 +182,24 @@ class Session : public std::enable_shared_from_this<Session> {
     for (auto& cb : callbacks) cb();
   }
 
+  // After an early error answer, stop sending but read (and drop) what the client is still
+  // sending for a moment, so that it sees the answer instead of a reset.
+  void linger() {
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.expires_after(std::chrono::seconds(2));
+    stream_.async_read_some(net::buffer(watch_buf_), [self = shared_from_this()](beast::error_code ec, size_t) {
+      if (ec) return self->close();
+      self->linger_reads_ += 1;
+      if (self->linger_reads_ > 4096) return self->close();  // at most ~16 MiB drained
+      self->linger();
+    });
+  }
+
   void reject(int status, const std::string& message) {
     ++generation_;
     response_done_ = false;
+    linger_ = true;
     const std::string body = error_json(message, status == 413 ? "request_too_large" : "invalid_request_error");
     std::string bytes = status_line(status) + "Content-Type: application/json\r\nContent-Length: " +
                         std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
@@ -195,6 +210,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (writing_ || closed_) return;
     if (queue_.empty()) {
       if (!response_done_) return;
+      if (linger_) return linger();
       if (!keep_alive_ || server_.stopped) return close();
       if (!watching_) return read_request();
       read_after_watch_ = true;  // the watch read completes (cancelled) before the next request is read
@@ -233,6 +249,8 @@ class Session : public std::enable_shared_from_this<Session> {
   std::array<char, 4096> watch_buf_{};
   bool watching_ = false;          // watch_for_disconnect's read is pending
   bool read_after_watch_ = false;  // read the next request once it completes
+  bool linger_ = false;            // drain the client's remaining bytes before closing
+  int linger_reads_ = 0;
 
   friend class Responder;
 };

@@ -5,12 +5,13 @@ RoPE, ...) loads and generates finite logprobs; sharding the same weights change
 bitwise; a truncated shard is reported by name."""
 import json
 import math
+import pathlib
 import subprocess
 import sys
 
 import pytest
 
-from conftest import ROOT
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 GENERATOR = [sys.executable, str(ROOT / "tools" / "make_checkpoint.py")]
 

@@ -1,0 +1,94 @@
+"""Server behaviour around requests: API keys, a full waiting queue (429 with Retry-After),
+request timeouts, and SIGTERM draining in-flight requests before exiting 0. Each test runs its
+own server process with the options under test."""
+import json
+import signal
+import socket
+import threading
+import time
+
+import openai
+import pytest
+
+from server import Server
+
+
+def test_api_key(deepinfer_bin, model_dir):
+    s = Server(deepinfer_bin, model_dir, "--api-key", "sekrit")
+    try:
+        assert s.get("/health")[0] == 200
+        assert s.get("/v1/models")[0] == 401
+        status, err = s.post("/v1/completions", {"prompt": "x", "max_tokens": 1}, {"Authorization": "Bearer wrong"})
+        assert status == 401 and err["error"]["type"] == "authentication_error"
+        good = openai.OpenAI(base_url=s.base + "/v1", api_key="sekrit", max_retries=0)
+        assert good.completions.create(model="tiny", prompt="x", max_tokens=1).choices
+        with pytest.raises(openai.AuthenticationError):
+            openai.OpenAI(base_url=s.base + "/v1", api_key="sekrit2", max_retries=0).models.list()
+    finally:
+        assert s.stop() == 0
+
+
+def test_full_queue_gets_429_with_retry_after(deepinfer_bin, model_dir):
+    s = Server(deepinfer_bin, model_dir, "--max-num-seqs", "1", "--max-queued-requests", "1")
+    try:
+        results = []
+
+        def long_request():
+            results.append(s.post("/v1/completions", {"prompt": "x", "max_tokens": 300, "ignore_eos": True})[0])
+
+        threads = [threading.Thread(target=long_request) for _ in range(6)]
+        for t in threads:
+            t.start()
+            time.sleep(0.2)
+        # Raw request to read the Retry-After header of a rejection while the queue is full.
+        sock = socket.create_connection(("127.0.0.1", s.port))
+        body = json.dumps({"prompt": "y", "max_tokens": 1}).encode()
+        sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + str(len(body)).encode() +
+                     b"\r\n\r\n" + body)
+        head = sock.recv(4096).decode()
+        sock.close()
+        for t in threads:
+            t.join()
+        assert 429 in results and 200 in results
+        assert head.startswith("HTTP/1.1 429") and "Retry-After: 1" in head
+        s.wait_idle()
+    finally:
+        assert s.stop() == 0
+
+
+def test_request_timeout(deepinfer_bin, model_dir):
+    s = Server(deepinfer_bin, model_dir, "--request-timeout", "0.5", "--max-num-batched-tokens", "16")
+    try:
+        status, err = s.post("/v1/completions", {"prompt": "x", "max_tokens": 5000, "ignore_eos": True})
+        assert status == 408 and "timed out" in err["error"]["message"]
+        s.wait_idle()
+    finally:
+        assert s.stop() == 0
+
+
+def test_sigterm_drains_in_flight_requests(deepinfer_bin, model_dir):
+    s = Server(deepinfer_bin, model_dir, "--shutdown-timeout", "60")
+    client = openai.OpenAI(base_url=s.base + "/v1", api_key="x", max_retries=0)
+    stream = client.completions.create(model="tiny", prompt="a long answer", max_tokens=200, stream=True,
+                                       extra_body={"ignore_eos": True})
+    first = next(iter(stream))
+    s.proc.send_signal(signal.SIGTERM)
+    time.sleep(0.3)
+    with pytest.raises(ConnectionRefusedError):  # draining: no new connections
+        socket.create_connection(("127.0.0.1", s.port), timeout=2)
+    rest = list(stream)
+    assert first.choices and rest[-1].choices[0].finish_reason == "length"
+    assert s.proc.wait(timeout=60) == 0
+
+
+def test_sigterm_aborts_past_the_shutdown_timeout(deepinfer_bin, model_dir):
+    s = Server(deepinfer_bin, model_dir, "--shutdown-timeout", "0.5", "--max-num-batched-tokens", "16")
+    sock = socket.create_connection(("127.0.0.1", s.port))
+    body = json.dumps({"prompt": "x", "max_tokens": 7000, "ignore_eos": True}).encode()
+    sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + str(len(body)).encode() +
+                 b"\r\n\r\n" + body)
+    time.sleep(0.5)
+    s.proc.send_signal(signal.SIGTERM)
+    assert s.proc.wait(timeout=30) == 0
+    sock.settimeout(5)
+    assert sock.recv(4096).startswith(b"HTTP/1.1 503")
