@@ -105,6 +105,48 @@ inline void accumulate_dots(const float* const* a, const float* const* b, int n,
   }
 }
 
+// Latent columns per value tile: 4 vectors.
+template <class V>
+constexpr int kValueCols = 4 * V::kW;
+
+// For 4 heads i (short groups repeat the last; only the first n_hb are stored) and latent
+// columns [cb, cb + n_valid): o[i] = o[i] * alpha[i] + sum_t p[i][t] * keys[t][latent].
+template <class V, bool kFull>
+inline void accumulate_values(const float* keys, int dk, int n_t, int cb, int n_valid, const float* const* p,
+                              float* const* o, const typename V::F* alpha, int n_hb) {
+  using F = typename V::F;
+  constexpr int NC = 4;
+  int n[NC];
+#pragma GCC unroll 4
+  for (int j = 0; j < NC; ++j) n[j] = std::clamp(n_valid - j * V::kW, 0, V::kW);
+  auto load = [&](const float* src, int j) { return kFull ? V::load(src) : V::load_n(src, n[j]); };
+  F acc[4][NC];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NC; ++j) acc[i][j] = V::mul(load(o[i] + cb + j * V::kW, j), alpha[i]);
+  for (int t = 0; t < n_t; ++t) {
+    const float* lat = keys + size_t(t) * dk + cb;
+    F lv[NC];
+#pragma GCC unroll 4
+    for (int j = 0; j < NC; ++j) lv[j] = V::pin(load(lat + j * V::kW, j));
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      const F pv = V::bcast(p[i][t]);
+#pragma GCC unroll 4
+      for (int j = 0; j < NC; ++j) acc[i][j] = V::fma(pv, lv[j], acc[i][j]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NC; ++j) {
+      if (i >= n_hb) continue;
+      if (kFull) V::store(o[i] + cb + j * V::kW, acc[i][j]);
+      else if (n[j] > 0) V::store_n(o[i] + cb + j * V::kW, acc[i][j], n[j]);
+    }
+}
+
 template <class V>
 void mla_attend_row(const MlaAttentionParams& p, const BatchSequence& s, int64_t row, int h0, int h1,
                     AttendScratch& ws) {
@@ -146,13 +188,19 @@ void mla_attend_row(const MlaAttentionParams& p, const BatchSequence& s, int64_t
           kp[j] = kl[j] + c;
         }
         F acc[4][4];
-        for (auto& a : acc)
-          for (auto& e : a) e = V::zero();
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i)
+#pragma GCC unroll 4
+          for (int j = 0; j < 4; ++j) acc[i][j] = V::zero();
         accumulate_dots<V, 4, 4>(ql, kl, c, acc);
         accumulate_dots<V, 4, 4>(qp, kp, rd, acc);
+        float sc[4][4];
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i)
+#pragma GCC unroll 4
+          for (int j = 0; j < 4; ++j) sc[i][j] = V::hsum(acc[i][j]) * p.softmax_scale;
         for (int i = 0; i < 4 && hb + i < n_h; ++i)
-          for (int j = 0; j < 4 && tb + j < n_t; ++j)
-            ws.scores[size_t(hb + i) * T + size_t(tb + j)] = V::hsum(acc[i][j]) * p.softmax_scale;
+          for (int j = 0; j < 4 && tb + j < n_t; ++j) ws.scores[size_t(hb + i) * T + size_t(tb + j)] = sc[i][j];
       }
     }
 
@@ -193,35 +241,11 @@ void mla_attend_row(const MlaAttentionParams& p, const BatchSequence& s, int64_t
         o[i] = out(h);
         al[i] = V::bcast(alpha[std::min(i, n_hb - 1)]);
       }
-      constexpr int NC = 4;
-      for (int cb = 0; cb < c; cb += NC * V::kW) {
-        const int n_valid = std::min(NC * V::kW, c - cb);
-        F acc[4][NC];
-        for (int i = 0; i < 4; ++i)
-          for (int j = 0; j < NC; ++j) {
-            const int n = std::clamp(n_valid - j * V::kW, 0, V::kW);
-            acc[i][j] = V::mul(V::load_n(o[i] + cb + j * V::kW, n), al[i]);
-          }
-        const bool full = n_valid == NC * V::kW;
-        for (int t = 0; t < n_t; ++t) {
-          const float* lat = keys + size_t(t) * dk + cb;
-          F lv[NC];
-#pragma GCC unroll 4
-          for (int j = 0; j < NC; ++j)
-            lv[j] = V::pin(full ? V::load(lat + j * V::kW)
-                                : V::load_n(lat + j * V::kW, std::clamp(n_valid - j * V::kW, 0, V::kW)));
-#pragma GCC unroll 4
-          for (int i = 0; i < 4; ++i) {
-            const F pv = V::bcast(pr[i][t]);
-#pragma GCC unroll 4
-            for (int j = 0; j < NC; ++j) acc[i][j] = V::fma(pv, lv[j], acc[i][j]);
-          }
-        }
-        for (int i = 0; i < n_hb; ++i)
-          for (int j = 0; j < NC; ++j) {
-            const int n = std::clamp(n_valid - j * V::kW, 0, V::kW);
-            if (n > 0) V::store_n(o[i] + cb + j * V::kW, acc[i][j], n);
-          }
+      for (int cb = 0; cb < c; cb += kValueCols<V>) {
+        if (c - cb >= kValueCols<V>)
+          accumulate_values<V, true>(keys, dk, n_t, cb, kValueCols<V>, pr, o, al, n_hb);
+        else
+          accumulate_values<V, false>(keys, dk, n_t, cb, c - cb, pr, o, al, n_hb);
       }
     }
   }
