@@ -2,6 +2,8 @@
 // 503 while the model loads), loads the model, tokenizer and chat template, then serves until
 // SIGINT/SIGTERM: it stops accepting, lets running requests finish for up to
 // --shutdown-timeout seconds, aborts the rest, and exits 0.
+#include <sys/resource.h>
+
 #include <csignal>
 #include <cstdio>
 #include <thread>
@@ -37,6 +39,12 @@ int run_serve(ServeFlags& f) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+  // Every open connection is a file descriptor: allow as many as the hard limit does.
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
 
   OpenAiService service(f.serve);
   auto server = HttpServer::Start(f.http, [&service](HttpRequest req, std::shared_ptr<HttpResponder> res) {

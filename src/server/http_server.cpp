@@ -13,6 +13,8 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+
+#include <pthread.h>
 #include <unordered_map>
 
 namespace deepinfer {
@@ -341,7 +343,11 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(const HttpServerOptions& o
   if (!ec) impl->acceptor.listen(net::socket_base::max_listen_connections, ec);
   if (ec) return Status::Error("cannot listen on " + options.host + ":" + std::to_string(options.port) + ": " + ec.message());
   impl->accept();
-  for (int i = 0; i < std::max(1, options.n_threads); ++i) impl->threads.emplace_back([p = impl.get()] { p->ioc.run(); });
+  for (int i = 0; i < std::max(1, options.n_threads); ++i)
+    impl->threads.emplace_back([p = impl.get()] {
+      pthread_setname_np(pthread_self(), "di-http");  // for per-thread CPU accounting (bench/server)
+      p->ioc.run();
+    });
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }
 

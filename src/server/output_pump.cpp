@@ -1,9 +1,15 @@
 #include "server/output_pump.h"
 
+#include <pthread.h>
+
 namespace deepinfer {
 
 OutputPump::OutputPump(int n_threads) {
-  for (int i = 0; i < std::max(1, n_threads); ++i) threads_.emplace_back([this] { run(); });
+  for (int i = 0; i < std::max(1, n_threads); ++i)
+    threads_.emplace_back([this] {
+      pthread_setname_np(pthread_self(), "di-pump");  // for per-thread CPU accounting (bench/server)
+      run();
+    });
   reaper_ = std::thread([this] { reap_deadlines(); });
 }
 
