@@ -55,6 +55,9 @@ struct ChatOutput::Impl {
 ChatOutput::ChatOutput(const ChatOutputConfig& config) : impl_(std::make_unique<Impl>()) {
   if (config.parse_reasoning) impl_->reasoning.emplace(config.reasoning_open);
   if (config.parse_tool_calls) impl_->tools.emplace();
+  // The forced start of a tool call is part of the answer the parsers see, but is not text the
+  // client gets: a call completes (and is emitted whole) only with what the model adds.
+  if (!config.forced_prefix.empty() && impl_->tools) impl_->tools->feed(config.forced_prefix);
 }
 
 ChatOutput::~ChatOutput() = default;

@@ -14,6 +14,7 @@ struct ChatOutputConfig {
   bool parse_reasoning = false;      // the model emits <think> ... </think>
   bool reasoning_open = false;       // the prompt already opened <think>
   bool parse_tool_calls = false;     // tools were offered and tool_choice is not "none"
+  std::string forced_prefix;         // text the server put at the start of the answer (tool_choice)
 };
 
 struct ChatDelta {

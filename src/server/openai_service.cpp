@@ -76,6 +76,7 @@ void OpenAiService::attach(Engine* engine, Tokenizer tokenizer, std::optional<ch
   reasoning_model_ = tokenizer.token_to_id("</think>").has_value();
   tokenizer_ = std::move(tokenizer);
   chat_template_ = std::move(chat_template);
+  if (chat_template_) tool_call_format_ = detect_tool_call_format(*chat_template_);
   state_.store(State::kReady);
 }
 
@@ -228,7 +229,12 @@ void OpenAiService::chat_completions(const HttpRequest& req, const std::shared_p
   const bool use_tools = !r.tools.is_null() && r.tool_choice != "none";
   auto rendered = chat_template_->render(r.messages, use_tools ? r.tools : ojson(nullptr), r.add_generation_prompt, kwargs);
   if (!rendered.ok()) return fail(res, api_error(400, "chat template: " + rendered.status().message(), "invalid_request_error", "messages"));
-  auto ids = tokenizer_->encode(rendered.value(), /*add_special_tokens=*/false);
+  // "required" and named functions start the answer with the template's tool-call markers.
+  const std::string forced = forced_tool_call_prefix(tool_call_format_, r.tool_choice, r.tool_choice_function);
+  if ((r.tool_choice == "required" || r.tool_choice == "function") && forced.empty())
+    return fail(res, api_error(400, "tool_choice '" + r.tool_choice + "' is not supported with this model's chat template",
+                               "invalid_request_error", "tool_choice"));
+  auto ids = tokenizer_->encode(rendered.value() + forced, /*add_special_tokens=*/false);
   if (!ids.ok()) return fail(res, api_error(400, ids.status().message(), "invalid_request_error", "messages"));
 
   GenerationJob::Setup setup;
@@ -237,6 +243,7 @@ void OpenAiService::chat_completions(const HttpRequest& req, const std::shared_p
   setup.model = options_.served_model_name;
   setup.prompts.push_back({std::move(ids).value(), ""});
   setup.chat.parse_tool_calls = use_tools;
+  setup.chat.forced_prefix = forced;
   if (reasoning_model_) {
     setup.chat.parse_reasoning = true;
     setup.chat.reasoning_open = chat::prompt_opens_reasoning(rendered.value());

@@ -20,6 +20,7 @@
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/output_pump.h"
+#include "server/tool_choice.h"
 #include "tokenizer/tokenizer.h"
 
 namespace deepinfer {
@@ -68,6 +69,7 @@ class OpenAiService {
   std::optional<Tokenizer> tokenizer_;
   std::optional<chat::ChatTemplate> chat_template_;
   bool reasoning_model_ = false;  // the vocabulary has </think>
+  ToolCallFormat tool_call_format_ = ToolCallFormat::kUnknown;
   ServerMetrics metrics_;
   OutputPump pump_;
   std::function<size_t()> open_connections_;
