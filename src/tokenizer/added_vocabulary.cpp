@@ -1,6 +1,7 @@
 #include "tokenizer/added_vocabulary.h"
 
 #include "tokenizer/json_fields.h"
+#include "tokenizer/unicode_tables.h"
 #include "tokenizer/utf8.h"
 
 namespace deepinfer {
@@ -8,8 +9,6 @@ namespace {
 
 using json_fields::json;
 
-// Rust regex's Unicode \w: Alphabetic, marks, decimal digits, connector punctuation, joiners.
-constexpr std::string_view kWordCharPattern = R"([\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\x{200C}\x{200D}])";
 
 }  // namespace
 
@@ -45,7 +44,6 @@ std::pair<size_t, int32_t> AddedVocabulary::Trie::longest_at(std::string_view te
 Result<AddedVocabulary> AddedVocabulary::FromJson(const json& config, const BpeModel& model,
                                                   const Normalizer& normalizer) {
   AddedVocabulary v;
-  DI_ASSIGN_OR_RETURN(v.word_char_, Regex::FromPcre2(kWordCharPattern));
   if (config.is_null()) return v;
   if (!config.is_array()) return Status::Error("added_tokens must be a list");
   std::vector<AddedToken> listed;
@@ -130,8 +128,9 @@ void AddedVocabulary::split(std::string_view text, bool normalized, std::vector<
     out.push_back({0, text.size(), -1});
     return;
   }
-  auto is_word_char = [&](size_t begin, size_t end) {
-    return word_char_->matches(text.substr(begin, end - begin));
+  // The library tests \w (the regex crate's) on the characters beside the token.
+  auto is_word_char = [&](size_t at) {
+    return unicode::contains(unicode::rust_word_chars(), utf8::next_code_point(text, at));
   };
   size_t start_offset = 0;
   size_t pos = 0;
@@ -153,12 +152,9 @@ void AddedVocabulary::split(std::string_view text, bool normalized, std::vector<
       if (start > 0) {
         size_t i = start;
         utf8::previous_code_point(text, i);
-        word_before = is_word_char(i, start);
+        word_before = is_word_char(i);
       }
-      if (stop < text.size()) {
-        const size_t end = stop + utf8::char_length(static_cast<uint8_t>(text[stop]));
-        word_after = is_word_char(stop, end);
-      }
+      if (stop < text.size()) word_after = is_word_char(stop);
       if (word_before || word_after) continue;
     }
     if (token.lstrip) {

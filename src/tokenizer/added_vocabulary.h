@@ -24,7 +24,6 @@
 #include "core/status.h"
 #include "tokenizer/bpe_model.h"
 #include "tokenizer/normalizer.h"
-#include "tokenizer/regex.h"
 
 namespace deepinfer {
 
@@ -87,7 +86,6 @@ class AddedVocabulary {
   std::unordered_map<std::string, int32_t> id_by_content_;
   std::unordered_set<std::string> special_contents_;
   Trie raw_trie_, normalized_trie_;
-  std::shared_ptr<const Regex> word_char_;  // the library's \w (Rust regex, Unicode)
 };
 
 }  // namespace deepinfer

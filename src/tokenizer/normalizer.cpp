@@ -1,24 +1,14 @@
 #include "tokenizer/normalizer.h"
 
-#include <unicode/normalizer2.h>
-#include <unicode/bytestream.h>
-#include <unicode/unistr.h>
-#include <unicode/locid.h>
-
 #include "tokenizer/json_fields.h"
+#include "tokenizer/unicode_normalization.h"
+#include "tokenizer/unicode_tables.h"
 #include "tokenizer/utf8.h"
 
 namespace deepinfer {
 namespace {
 
 using json_fields::json;
-
-bool is_ascii(std::string_view s) {
-  for (char c : s) {
-    if (static_cast<unsigned char>(c) >= 0x80) return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -76,7 +66,10 @@ Status Normalizer::apply(std::string& text) const {
       case Kind::kNfd:
       case Kind::kNfkc:
       case Kind::kNfkd:
-        if (!is_ascii(text)) DI_RETURN_IF_ERROR(unicode_normalize(text, step.kind));
+        unicode::normalize(text, step.kind == Kind::kNfc    ? unicode::NormalForm::kNfc
+                                 : step.kind == Kind::kNfd  ? unicode::NormalForm::kNfd
+                                 : step.kind == Kind::kNfkc ? unicode::NormalForm::kNfkc
+                                                            : unicode::NormalForm::kNfkd);
         break;
       case Kind::kLowercase: {
         std::string out;
@@ -90,11 +83,11 @@ Status Normalizer::apply(std::string& text) const {
           }
           // One code point at a time, with no context, as Rust's char::to_lowercase.
           const size_t start = i;
-          utf8::next_code_point(text, i);
-          icu::UnicodeString one = icu::UnicodeString::fromUTF8(
-              icu::StringPiece(text.data() + start, static_cast<int32_t>(i - start)));
-          one.toLower(icu::Locale::getRoot());
-          one.toUTF8String(out);
+          if (const char* lower = unicode::lowercase(utf8::next_code_point(text, i))) {
+            out += lower;
+          } else {
+            out.append(text, start, i - start);
+          }
         }
         text = std::move(out);
         break;
@@ -138,27 +131,6 @@ Status Normalizer::apply(std::string& text) const {
       }
     }
   }
-  return Status::Ok();
-}
-
-Status Normalizer::unicode_normalize(std::string& text, Kind kind) {
-  UErrorCode error = U_ZERO_ERROR;
-  const icu::Normalizer2* normalizer = nullptr;
-  switch (kind) {
-    case Kind::kNfc: normalizer = icu::Normalizer2::getNFCInstance(error); break;
-    case Kind::kNfd: normalizer = icu::Normalizer2::getNFDInstance(error); break;
-    case Kind::kNfkc: normalizer = icu::Normalizer2::getNFKCInstance(error); break;
-    default: normalizer = icu::Normalizer2::getNFKDInstance(error); break;
-  }
-  if (U_FAILURE(error)) return Status::Error(std::string("ICU normalizer unavailable: ") + u_errorName(error));
-  if (normalizer->isNormalizedUTF8(text, error) && U_SUCCESS(error)) return Status::Ok();
-  error = U_ZERO_ERROR;
-  std::string result;
-  result.reserve(text.size());
-  icu::StringByteSink<std::string> sink(&result);
-  normalizer->normalizeUTF8(0, text, sink, nullptr, error);
-  if (U_FAILURE(error)) return Status::Error(std::string("ICU normalization failed: ") + u_errorName(error));
-  text = std::move(result);
   return Status::Ok();
 }
 

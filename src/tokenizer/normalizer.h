@@ -1,6 +1,7 @@
 // Normalizer: the "normalizer" of tokenizer.json, applied to each stretch of input text between
 // added tokens before pre-tokenization. Supported: Sequence, NFC, NFD, NFKC, NFKD, Lowercase,
-// Prepend, Replace (string or regex), Strip. Unicode normalization and case mapping use ICU.
+// Prepend, Replace (string or regex), Strip, with the library's own Unicode data
+// (unicode_tables.h).
 // Immutable after construction; apply() is thread-safe.
 #pragma once
 
@@ -32,7 +33,6 @@ class Normalizer {
     std::shared_ptr<const Regex> pattern;  // Replace
     bool strip_left = false, strip_right = false;  // Strip
   };
-  static Status unicode_normalize(std::string& text, Kind kind);
   static Status add_steps(const nlohmann::json& config, const std::string& where,
                           std::vector<Step>& steps);
   std::vector<Step> steps_;

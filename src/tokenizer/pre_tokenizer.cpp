@@ -2,6 +2,7 @@
 
 #include "tokenizer/byte_level.h"
 #include "tokenizer/json_fields.h"
+#include "tokenizer/unicode_tables.h"
 
 namespace deepinfer {
 namespace {
@@ -12,12 +13,15 @@ using json_fields::json;
 constexpr std::string_view kGpt2Pattern =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 // Whitespace's pattern \w+|[^\w\s]+ with the Rust regex crate's Unicode \w and \s.
-constexpr std::string_view kWhitespacePattern =
-    R"([\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\x{200C}\x{200D}]+|)"
-    R"([^\p{Alphabetic}\p{M}\p{Nd}\p{Pc}\x{200C}\x{200D}\p{White_Space}]+)";
-// Rust's char::is_ascii_punctuation or Unicode punctuation (P*).
-constexpr std::string_view kPunctuationPattern =
-    R"([\p{P}\x{21}-\x{2F}\x{3A}-\x{40}\x{5B}-\x{60}\x{7B}-\x{7E}])";
+std::string whitespace_pattern() {
+  const std::string word = unicode::class_body(unicode::rust_word_chars());
+  return "[" + word + "]+|[^" + word + "\\p{White_Space}]+";
+}
+
+// One character of a set (Digits, Punctuation).
+std::string one_of(std::span<const unicode::CodePointRange> ranges) {
+  return "[" + unicode::class_body(ranges) + "]";
+}
 
 }  // namespace
 
@@ -65,7 +69,7 @@ Status PreTokenizer::add_steps(const json& config, const std::string& where,
   } else if (type == "Digits") {
     DI_ASSIGN_OR_RETURN(bool individual,
                         json_fields::get_bool(config, "individual_digits", false, where));
-    DI_ASSIGN_OR_RETURN(step.regex, Regex::FromPcre2("\\p{N}"));
+    DI_ASSIGN_OR_RETURN(step.regex, Regex::FromPcre2(one_of(unicode::numeric())));
     step.behavior = individual ? Behavior::kIsolated : Behavior::kContiguous;
   } else if (type == "Metaspace") {
     step.kind = Kind::kMetaspace;
@@ -92,14 +96,14 @@ Status PreTokenizer::add_steps(const json& config, const std::string& where,
       step.behavior = Behavior::kMergedWithNext;
     }
   } else if (type == "Whitespace") {
-    DI_ASSIGN_OR_RETURN(step.regex, Regex::FromPcre2(kWhitespacePattern));
+    DI_ASSIGN_OR_RETURN(step.regex, Regex::FromPcre2(whitespace_pattern()));
     step.behavior = Behavior::kRemoved;
     step.invert = true;
   } else if (type == "WhitespaceSplit") {
     DI_ASSIGN_OR_RETURN(step.regex, Regex::FromPcre2("\\p{White_Space}"));
     step.behavior = Behavior::kRemoved;
   } else if (type == "Punctuation") {
-    DI_ASSIGN_OR_RETURN(step.regex, Regex::FromPcre2(kPunctuationPattern));
+    DI_ASSIGN_OR_RETURN(step.regex, Regex::FromPcre2(one_of(unicode::punctuation())));
     DI_ASSIGN_OR_RETURN(step.behavior, parse_behavior(config, where, Behavior::kIsolated));
   } else if (type == "CharDelimiterSplit") {
     DI_ASSIGN_OR_RETURN(std::string delimiter, json_fields::get_string(config, "delimiter", where));

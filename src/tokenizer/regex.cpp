@@ -3,6 +3,11 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+#include "tokenizer/unicode_tables.h"
 #include "tokenizer/utf8.h"
 
 namespace deepinfer {
@@ -10,8 +15,78 @@ namespace {
 
 constexpr std::string_view kWhiteSpace = "\\p{White_Space}";
 constexpr std::string_view kNotWhiteSpace = "\\P{White_Space}";
-constexpr std::string_view kWordChars = "\\p{L}\\p{M}\\p{N}\\p{Pc}";
 constexpr std::string_view kHexChars = "0-9a-fA-F";
+
+// Writes a set of code points (or its complement) as a class, or as class members when already
+// inside one.
+void append_set(std::string& out, std::span<const unicode::CodePointRange> ranges, bool negate,
+                bool in_class) {
+  const std::string body =
+      negate ? unicode::class_body(unicode::complement(ranges)) : unicode::class_body(ranges);
+  if (in_class) {
+    out += body;
+  } else {
+    out.append("[").append(body).append("]");
+  }
+}
+
+// Every Unicode scalar value in order, in UTF-8: PCRE2's view of a property is read off it.
+const std::string& all_code_points() {
+  static const std::string text = [] {
+    std::string s;
+    for (char32_t c = 0; c < 0x110000; ++c) {
+      if (c < 0xD800 || c >= 0xE000) utf8::append_code_point(s, c);
+    }
+    return s;
+  }();
+  return text;
+}
+
+// The members of general category `name` by PCRE2's own Unicode tables (measured once).
+std::vector<unicode::CodePointRange> pcre2_category(const std::string& name) {
+  static std::mutex mutex;
+  static std::map<std::string, std::vector<unicode::CodePointRange>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = cache.find(name); it != cache.end()) return it->second;
+  std::vector<unicode::CodePointRange> ranges;
+  auto regex = Regex::FromPcre2("\\p{" + name + "}+");
+  std::vector<Regex::Match> runs;
+  if (regex.ok() && (*regex)->find_all(all_code_points(), runs).ok()) {
+    const std::string& text = all_code_points();
+    for (const Regex::Match& m : runs) {
+      size_t i = m.start, end = m.end;
+      const char32_t first = utf8::next_code_point(text, i);
+      const char32_t last = utf8::previous_code_point(text, end);
+      if (first < 0xD800 && last >= 0xE000) {
+        ranges.push_back({first, 0xD7FF});
+        ranges.push_back({0xE000, last});
+      } else {
+        ranges.push_back({first, last});
+      }
+    }
+  }
+  return cache[name] = ranges;
+}
+
+// General category `name` with the library's members. When PCRE2's tables only lack some of
+// them (characters of newer Unicode versions), PCRE2's fast \p{..} is kept and the missing
+// characters are added; otherwise every range is written out.
+void append_category(std::string& out, std::string_view name,
+                     const std::vector<unicode::CodePointRange>& library, bool negate, bool in_class) {
+  const std::string pcre2_name = (name == "LC" || name == "L&") ? "L&" : std::string(name);
+  const auto native = pcre2_category(pcre2_name);
+  const bool native_is_subset = !native.empty() && unicode::subtract(native, library).empty();
+  if (!native_is_subset || (negate && in_class)) {
+    append_set(out, library, negate, in_class);
+    return;
+  }
+  const std::string members = "\\p{" + pcre2_name + "}" + unicode::class_body(unicode::subtract(library, native));
+  if (in_class) {
+    out += members;
+  } else {
+    out.append(negate ? "[^" : "[").append(members).append("]");
+  }
+}
 
 // Per-thread match scratch: match data for one pair of offsets and a JIT stack that lets long
 // inputs (a megabyte of whitespace) match without exhausting the default 32 KiB machine stack.
@@ -56,22 +131,48 @@ std::string translate_oniguruma_pattern(std::string_view p) {
       switch (e) {
         case 's': out += kWhiteSpace; break;
         case 'S': out += kNotWhiteSpace; break;
-        case 'd': out += "\\p{Nd}"; break;
-        case 'D': out += "\\P{Nd}"; break;
+        case 'd':
+        case 'D':
+          append_category(out, "Nd", *unicode::category("Nd"), e == 'D', in_class);
+          break;
         case 'w':
-          if (in_class) {
-            out += kWordChars;
-          } else {
-            out.append("[").append(kWordChars).append("]");
-          }
-          break;
         case 'W':
-          if (in_class) {
-            out += "\\W";
-          } else {
-            out.append("[^").append(kWordChars).append("]");
+          // Oniguruma's \w: letters, marks, numbers, connector punctuation.
+          if (e == 'W' && in_class) {
+            std::vector<unicode::CodePointRange> word;
+            for (const char* name : {"L", "M", "N", "Pc"}) {
+              const auto part = *unicode::category(name);
+              word.insert(word.end(), part.begin(), part.end());
+            }
+            std::sort(word.begin(), word.end(), [](auto& a, auto& b) { return a.first < b.first; });
+            append_set(out, word, true, true);
+            break;
           }
+          if (!in_class) out += e == 'W' ? "[^" : "[";
+          for (const char* name : {"L", "M", "N", "Pc"}) {
+            append_category(out, name, *unicode::category(name), false, true);
+          }
+          if (!in_class) out += "]";
           break;
+        case 'p':
+        case 'P': {
+          // General categories come from the library's own tables; other properties (scripts,
+          // binary properties) are left to PCRE2.
+          const size_t close = p.find('}', i + 1);
+          if (i + 1 < p.size() && p[i + 1] == '{' && close != std::string_view::npos) {
+            std::string_view name = p.substr(i + 2, close - i - 2);
+            bool negate = e == 'P';
+            if (name.starts_with('^')) negate = !negate, name.remove_prefix(1);
+            if (auto ranges = unicode::category(name)) {
+              append_category(out, name, *ranges, negate, in_class);
+              i = close;
+              break;
+            }
+          }
+          out.push_back('\\');
+          out.push_back(e);
+          break;
+        }
         case 'h':
           if (in_class) {
             out += kHexChars;

@@ -2,7 +2,9 @@
 // tokenizers library runs the patterns of tokenizer.json, which it compiles with Oniguruma's Ruby
 // syntax. Oniguruma-specific meanings are translated before compiling: \s and \S are Unicode
 // White_Space, \d is \p{Nd}, \w is [\p{L}\p{M}\p{N}\p{Pc}], \h is a hex digit, ^ and $ match at
-// line boundaries. Matching follows Oniguruma's find_iter: left to right, non-overlapping, an
+// line boundaries; general categories (\p{L}, \P{N}, \p{^P}, and those in \d and \w) get the
+// library's members (unicode_tables.h): PCRE2's \p{..} plus what its older tables lack, or every
+// range written out. Matching follows Oniguruma's find_iter: left to right, non-overlapping, an
 // empty match directly after the previous match is skipped.
 //
 // Thread safety: a compiled Regex is immutable; find_all may run on many threads at once (match

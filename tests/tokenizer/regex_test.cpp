@@ -64,11 +64,21 @@ TEST(Regex, LiteralPatternsEscapeEverything) {
   EXPECT_EQ(found[0].start, 1u);
 }
 
-TEST(Regex, TranslationKeepsClassesIntact) {
-  EXPECT_EQ(translate_oniguruma_pattern(R"([^\s\p{L}])"), R"([^\p{White_Space}\p{L}])");
-  EXPECT_EQ(translate_oniguruma_pattern(R"(\w+|[\w.])"), R"([\p{L}\p{M}\p{N}\p{Pc}]+|[\p{L}\p{M}\p{N}\p{Pc}.])");
+TEST(Regex, CategoriesFollowTheLibrarysUnicodeVersion) {
+  // The library classifies U+1FA77 (pink heart, Unicode 15) and U+1FAE9 (Unicode 16) as symbols
+  // and U+32037 (CJK extension H) as a letter; PCRE2's own tables are older.
+  EXPECT_EQ(matches(R"([\p{P}\p{S}]+)", "a\U0001FA77b\U0001FAE9c"), (Spans{{1, 5}, {6, 10}}));
+  EXPECT_EQ(matches(R"(\p{L}+)", "1\U00032037 2"), (Spans{{1, 5}}));
+  EXPECT_EQ(matches(R"([^\s\P{L}]+)", "ab1 c"), (Spans{{0, 2}, {4, 5}}));  // \P inside a class
+  EXPECT_EQ(matches(R"(\p{^N}+)", "ab12c"), (Spans{{0, 2}, {4, 5}}));
+  // U+1C89 (Unicode 16) is an uppercase letter and a word character for the library.
+  EXPECT_EQ(matches(R"(\p{Lu})", "aA\u1C89b"), (Spans{{1, 2}, {2, 5}}));
+  EXPECT_EQ(matches(R"(\w+)", "-a\u1C89\u0301_2-"), (Spans{{1, 9}}));
+}
+
+TEST(Regex, TranslationLeavesOtherSyntaxAlone) {
   EXPECT_EQ(translate_oniguruma_pattern(R"([]a]\S)"), R"([\]a]\P{White_Space})");
-  EXPECT_EQ(translate_oniguruma_pattern(R"([[:alpha:]\d])"), R"([[:alpha:]\p{Nd}])");
+  EXPECT_EQ(translate_oniguruma_pattern(R"((?i:'s)|\p{Han}+|[[:alpha:]])"), R"((?i:'s)|\p{Han}+|[[:alpha:]])");
 }
 
 TEST(Regex, BadPatternIsAnError) {
