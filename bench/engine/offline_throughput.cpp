@@ -2,7 +2,9 @@
 // level N, N requests of --prompt-len random prompt tokens and --output-len greedy output tokens
 // (ignore_eos) are submitted at once and run to completion on one EngineCore (no HTTP, no
 // tokenizer). Reports output tokens/s and total (prompt + output) tokens/s over the wall time,
-// the mean step time, and the KV cache's bytes per token; one JSON object per line with --json.
+// the mean step time, the process CPU time (all threads), the 1-minute load average at the end
+// (the machine may be shared), and the KV cache's bytes per token; one JSON object per line with
+// --json.
 //
 //   engine_offline_bench --model DIR [--concurrency 1,8,32,64,128,256] [--kv-cache-dtype bf16]
 //       [--prompt-len 128] [--output-len 32] [--max-num-batched-tokens 2048]
@@ -11,6 +13,8 @@
 #include <omp.h>
 
 #include <chrono>
+#include <ctime>
+#include <fstream>
 #include <cstdio>
 #include <random>
 #include <sstream>
@@ -36,6 +40,13 @@ struct BenchOptions {
   int threads = 0;
   bool json = false;
 };
+
+double load_average() {
+  std::ifstream f("/proc/loadavg");
+  double one_minute = -1;
+  f >> one_minute;
+  return one_minute;
+}
 
 int run(const BenchOptions& o) {
   if (o.threads > 0) omp_set_num_threads(o.threads);
@@ -70,6 +81,7 @@ int run(const BenchOptions& o) {
     std::mt19937 rng{uint32_t(n)};
     std::vector<std::shared_ptr<OutputStream>> streams;
     const auto t0 = std::chrono::steady_clock::now();
+    const std::clock_t cpu0 = std::clock();
     for (int i = 0; i < n; ++i) {
       Request r;
       for (int k = 0; k < o.prompt_len; ++k) r.prompt_token_ids.push_back(int32_t(rng() % uint32_t(vocab)));
@@ -86,6 +98,7 @@ int run(const BenchOptions& o) {
     }
     while ((*core)->has_work()) (*core)->step();
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double cpu_seconds = double(std::clock() - cpu0) / CLOCKS_PER_SEC;
     const EngineStats st = (*core)->stats();
     const KvCacheInfo& kv = (*core)->kv_cache_info();
     const double out_tps = double(st.n_generated_tokens) / seconds;
@@ -96,6 +109,8 @@ int run(const BenchOptions& o) {
                           {"prompt_len", o.prompt_len},
                           {"output_len", o.output_len},
                           {"seconds", seconds},
+                          {"cpu_seconds", cpu_seconds},
+                          {"loadavg_1m", load_average()},
                           {"output_tokens_per_s", out_tps},
                           {"total_tokens_per_s", total_tps},
                           {"steps", st.n_steps},
@@ -105,10 +120,10 @@ int run(const BenchOptions& o) {
                           {"kv_bytes_per_token_layer", kv.bytes_per_token_layer}};
       std::printf("%s\n", j.dump().c_str());
     } else {
-      std::printf("N=%-4d kv %-4s %8.1f s  output %8.1f tok/s  total %9.1f tok/s  %4llu steps (%.0f ms)  "
-                  "KV %zu B/token\n",
-                  n, std::string(kv_cache_dtype_name(kv.dtype)).c_str(), seconds, out_tps, total_tps,
-                  (unsigned long long)st.n_steps, 1e3 * seconds / double(st.n_steps), kv.bytes_per_token());
+      std::printf("N=%-4d kv %-4s %8.1f s (cpu %.1f s, load %.1f)  output %8.1f tok/s  total %9.1f tok/s  "
+                  "%4llu steps (%.0f ms)  KV %zu B/token\n",
+                  n, std::string(kv_cache_dtype_name(kv.dtype)).c_str(), seconds, cpu_seconds, load_average(), out_tps,
+                  total_tps, (unsigned long long)st.n_steps, 1e3 * seconds / double(st.n_steps), kv.bytes_per_token());
     }
     std::fflush(stdout);
   }
