@@ -2,7 +2,8 @@
 // stream, and as tokenizer.json to load. Bad input must come back as a failed Result, never a
 // crash; the checks below abort on broken invariants:
 //   - encode fails exactly when the text is not valid UTF-8;
-//   - decode(encode(text)) == text (the tokenizer under test is byte-level and lossless);
+//   - decode(encode(text)) == text, for a lossless tokenizer (byte-level, no normalizer; set
+//     DEEPINFER_FUZZ_ROUND_TRIP=0 for one that normalizes);
 //   - decode fails exactly when an id has no token; its text is valid UTF-8;
 //   - the concatenated IncrementalDetokenizer output equals decode.
 // The tokenizer is DEEPINFER_FUZZ_TOKENIZER (a model folder), by default the DeepSeek-V3 one in
@@ -27,6 +28,8 @@ std::optional<deepinfer::Tokenizer>& tokenizer() {
   return t;
 }
 
+bool check_round_trip = true;
+
 void check_encode(const deepinfer::Tokenizer& t, std::string_view text) {
   const bool valid = deepinfer::utf8::find_invalid(text) == std::string_view::npos;
   auto ids = t.encode(text, /*add_special_tokens=*/false);
@@ -34,7 +37,7 @@ void check_encode(const deepinfer::Tokenizer& t, std::string_view text) {
   if (!ids.ok()) return;
   auto back = t.decode(*ids, /*skip_special_tokens=*/false);
   DI_CHECK(back.ok());
-  DI_CHECK(*back == text);
+  DI_CHECK(!check_round_trip || *back == text);
 }
 
 void check_decode(const deepinfer::Tokenizer& t, const uint8_t* data, size_t size, bool skip) {
@@ -70,6 +73,8 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   auto loaded = deepinfer::Tokenizer::Load(dir ? dir : "tests/data/tokenizers/deepseek-v3");
   DI_CHECK_MSG(loaded.ok(), "%s", loaded.status().message().c_str());
   tokenizer() = *loaded;
+  const char* round_trip = std::getenv("DEEPINFER_FUZZ_ROUND_TRIP");
+  check_round_trip = round_trip == nullptr || std::strcmp(round_trip, "0") != 0;
   return 0;
 }
 

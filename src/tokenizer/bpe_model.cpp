@@ -45,15 +45,13 @@ WordCache& word_cache() {
 void BpeModel::MergeTable::build(const std::vector<std::pair<uint64_t, uint64_t>>& entries) {
   size_t capacity = 16;
   while (capacity < entries.size() * 2) capacity *= 2;
-  keys_.assign(capacity, kEmpty);
-  values_.assign(capacity, kNone);
+  slots_.assign(capacity, Slot{kEmpty, kNone});
   mask_ = capacity - 1;
   shift_ = 64 - __builtin_ctzll(capacity);
   for (const auto& [key, value] : entries) {
     size_t i = slot(key);
-    while (keys_[i] != kEmpty && keys_[i] != key) i = (i + 1) & mask_;
-    keys_[i] = key;  // a repeated pair keeps its last rank, as in the library
-    values_[i] = value;
+    while (slots_[i].key != kEmpty && slots_[i].key != key) i = (i + 1) & mask_;
+    slots_[i] = {key, value};  // a repeated pair keeps its last rank, as in the library
   }
 }
 
@@ -249,11 +247,13 @@ void BpeModel::merge(std::vector<int32_t>& symbols) const {
     return;
   }
   // Long words: a priority queue of candidate merges over a linked list of symbols; an entry is
-  // applied only if its pair is still adjacent and still yields the same token.
+  // applied only if the same pair of tokens is still there (the library checks that the pair
+  // still yields the same token, which only the same pair does).
   struct Candidate {
     uint32_t rank;
     uint32_t pos;
     int32_t id;
+    int32_t left, right;
     bool operator<(const Candidate& o) const {  // top = lowest rank, then leftmost
       return rank != o.rank ? rank > o.rank : pos > o.pos;
     }
@@ -268,7 +268,9 @@ void BpeModel::merge(std::vector<int32_t>& symbols) const {
     next[i] = i + 1 < n ? int32_t(i + 1) : -1;
     if (i + 1 < n) {
       const uint64_t v = merges_.find(symbols[i], symbols[i + 1]);
-      if (v != MergeTable::kNone) queue.push({uint32_t(v >> 32), uint32_t(i), int32_t(v & 0xFFFFFFFFu)});
+      if (v != MergeTable::kNone) {
+        queue.push({uint32_t(v >> 32), uint32_t(i), int32_t(v & 0xFFFFFFFFu), symbols[i], symbols[i + 1]});
+      }
     }
   }
   while (!queue.empty()) {
@@ -276,8 +278,7 @@ void BpeModel::merge(std::vector<int32_t>& symbols) const {
     queue.pop();
     if (!alive[top.pos] || next[top.pos] < 0) continue;
     const auto right = size_t(next[top.pos]);
-    const uint64_t v = merges_.find(symbols[top.pos], symbols[right]);
-    if (v == MergeTable::kNone || int32_t(v & 0xFFFFFFFFu) != top.id) continue;
+    if (symbols[top.pos] != top.left || symbols[right] != top.right) continue;
     symbols[top.pos] = top.id;
     alive[right] = false;
     next[top.pos] = next[right];
@@ -285,11 +286,16 @@ void BpeModel::merge(std::vector<int32_t>& symbols) const {
     if (prev[top.pos] >= 0) {
       const auto left = size_t(prev[top.pos]);
       const uint64_t w = merges_.find(symbols[left], symbols[top.pos]);
-      if (w != MergeTable::kNone) queue.push({uint32_t(w >> 32), uint32_t(left), int32_t(w & 0xFFFFFFFFu)});
+      if (w != MergeTable::kNone) {
+        queue.push({uint32_t(w >> 32), uint32_t(left), int32_t(w & 0xFFFFFFFFu), symbols[left], symbols[top.pos]});
+      }
     }
     if (next[top.pos] >= 0) {
-      const uint64_t w = merges_.find(symbols[top.pos], symbols[size_t(next[top.pos])]);
-      if (w != MergeTable::kNone) queue.push({uint32_t(w >> 32), uint32_t(top.pos), int32_t(w & 0xFFFFFFFFu)});
+      const int32_t after = symbols[size_t(next[top.pos])];
+      const uint64_t w = merges_.find(symbols[top.pos], after);
+      if (w != MergeTable::kNone) {
+        queue.push({uint32_t(w >> 32), uint32_t(top.pos), int32_t(w & 0xFFFFFFFFu), symbols[top.pos], after});
+      }
     }
   }
   size_t count = 0;

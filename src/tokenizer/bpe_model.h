@@ -53,8 +53,8 @@ class BpeModel {
     uint64_t find(int32_t left, int32_t right) const {
       const uint64_t key = pack(left, right);
       for (size_t i = slot(key);; i = (i + 1) & mask_) {
-        if (keys_[i] == key) return values_[i];
-        if (keys_[i] == kEmpty) return kNone;
+        if (slots_[i].key == key) return slots_[i].value;
+        if (slots_[i].key == kEmpty) return kNone;
       }
     }
     static constexpr uint64_t kNone = ~uint64_t{0};
@@ -63,7 +63,11 @@ class BpeModel {
     static uint64_t pack(int32_t a, int32_t b) { return (uint64_t(uint32_t(a)) << 32) | uint32_t(b); }
     size_t slot(uint64_t key) const { return (key * 0x9E3779B97F4A7C15ull) >> shift_; }
     static constexpr uint64_t kEmpty = ~uint64_t{0};
-    std::vector<uint64_t> keys_, values_;
+    struct Slot {  // key and value side by side: one cache line per probe
+      uint64_t key;
+      uint64_t value;
+    };
+    std::vector<Slot> slots_;
     size_t mask_ = 0;
     int shift_ = 64;
   };
