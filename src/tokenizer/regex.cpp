@@ -280,14 +280,4 @@ Status Regex::find_all(std::string_view text, std::vector<Match>& out) const {
   return Status::Ok();
 }
 
-bool Regex::matches(std::string_view text) const {
-  auto* code = static_cast<pcre2_code*>(code_);
-  MatchScratch& s = scratch();
-  const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data());
-  const int rc = jit_ ? pcre2_jit_match(code, subject, text.size(), 0, 0, s.data, s.context)
-                      : pcre2_match(code, subject, text.size(), 0, PCRE2_NO_UTF_CHECK, s.data,
-                                    s.context);
-  return rc >= 0;
-}
-
 }  // namespace deepinfer

@@ -42,8 +42,6 @@ class Regex {
   // Replaces `out` with every match in `text`, which must be valid UTF-8. Fails only when PCRE2
   // gives up (resource limits), with a message naming the pattern.
   Status find_all(std::string_view text, std::vector<Match>& out) const;
-  // Whether the pattern matches somewhere in `text` (valid UTF-8).
-  bool matches(std::string_view text) const;
 
  private:
   Regex() = default;

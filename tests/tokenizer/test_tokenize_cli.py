@@ -93,3 +93,14 @@ def test_empty_and_large_texts(deepinfer_bin, root):
     code, back, _ = run(deepinfer_bin, root, ["detokenize", "--model", f"{DATA}/deepseek-v3"],
                         [json.dumps({"ids": out[1]["ids"]})])
     assert code == 0 and back[0]["text"] == big
+
+
+def test_report_timing_counts_the_encoded_texts(deepinfer_bin, root):
+    # The benchmark (bench/tokenizer/bench_encode.py) reads this line.
+    code, out, err = run(deepinfer_bin, root, ["tokenize", "--model", f"{DATA}/deepseek-v3", "--report-timing"],
+                         [json.dumps({"text": "Hello world"}), json.dumps({"text": "你好"})])
+    timing = json.loads(err.strip().splitlines()[-1])
+    assert code == 0 and len(out) == 2
+    assert timing["texts"] == 2 and timing["bytes"] == 11 + 6
+    assert timing["tokens"] == sum(len(o["ids"]) for o in out)
+    assert timing["encode_seconds"] >= 0 and timing["encode_cpu_seconds"] >= 0
