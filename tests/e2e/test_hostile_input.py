@@ -122,11 +122,15 @@ def test_abrupt_disconnect_mid_stream_frees_the_request(server):
     body = json.dumps({"prompt": "tell me a long story", "max_tokens": 2000, "stream": True,
                        "ignore_eos": True}).encode()
     for _ in range(5):
-        s = socket.create_connection(("127.0.0.1", server.port))
-        s.sendall(post_bytes(b"/v1/completions", body))
-        s.settimeout(30)
-        assert b"data: " in s.recv(4096)
-        s.close()
+        with socket.create_connection(("127.0.0.1", server.port)) as s:
+            s.sendall(post_bytes(b"/v1/completions", body))
+            s.settimeout(30)
+            received = b""
+            while b"data: " not in received:  # the first token has streamed
+                chunk = s.recv(4096)
+                assert chunk, "closed before the first token"
+                received += chunk
+        # leaving the block closes the socket mid-stream
     server.wait_idle(timeout=10)
     status, _ = server.post("/v1/completions", {"prompt": "after", "max_tokens": 2})
     assert status == 200
