@@ -15,17 +15,6 @@ json bytes_of(const std::string& s) {
   return out;
 }
 
-const char* finish_name(FinishReason r) {
-  switch (r) {
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kAbort: return "abort";
-    case FinishReason::kError: return "error";
-    case FinishReason::kNone: break;
-  }
-  return nullptr;
-}
-
 // Completions' logprobs shape from chat-shaped entries; `offset` is the text offset of the
 // first token, advanced past each.
 json completion_logprobs(const std::vector<json>& entries, size_t& offset) {
@@ -219,8 +208,7 @@ void GenerationJob::emit_text(Choice& c, const std::string& text, std::vector<js
 
 void GenerationJob::finish_choice(Choice& c, FinishReason reason) {
   c.done = true;
-  const char* name = finish_name(reason);
-  c.finish_reason = name ? name : "stop";
+  c.finish_reason = reason == FinishReason::kNone ? "stop" : std::string(finish_reason_name(reason));
   if (setup_.kind == Kind::kChat && reason == FinishReason::kStop && c.chat.saw_tool_calls())
     c.finish_reason = "tool_calls";
   if (setup_.options.stream && reason != FinishReason::kAbort && reason != FinishReason::kError)
