@@ -7,7 +7,7 @@
 // character, which later bytes may complete) and after a byte-fallback token <0xXX> (the next
 // byte tokens may complete its character). Each push decodes only the pending tokens. A decoder
 // whose rules reach across tokens (Decoder::stream_local() false: BPEDecoder, Strip at the end of
-// fused text, multi-character Replace after Fuse; no supported checkpoint family uses one) holds
+// fused text, multi-character Replace after Fuse; none of the LLM tokenizers tested uses one) holds
 // all text until finish(), which keeps the result exact.
 //
 // One object per sequence, used from one thread at a time; it shares the Tokenizer.
