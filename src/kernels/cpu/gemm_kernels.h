@@ -146,16 +146,23 @@ void linear_block_t(const float* const* x, int64_t m, const LinearWeight& w, int
                     float* y, int64_t ldy) {
   using R = WeightReader<V, T>;
   const int64_t seg = R::kScaled ? w.block_cols : w.n_in;
+  // Tile t takes rows o_begin + t + j * quarter (j < 4): each of the 4 weight streams walks a
+  // contiguous quarter of the block, which hardware prefetchers follow across rows.
+  const int64_t quarter = (o_end - o_begin + 3) / 4;
   float out[kRowsPerPass * 4];
   for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
     const int64_t mr = std::min(kRowsPerPass, m - r0);
-    for (int64_t o = o_begin; o < o_end; o += 4) {
-      const int64_t n = std::min<int64_t>(4, o_end - o);
+    for (int64_t t = 0; t < quarter; ++t) {
+      int64_t o[4];
       WeightRow<typename R::E> rows[4];
-      for (int j = 0; j < 4; ++j) rows[j] = weight_row<typename R::E>(w, o + std::min<int64_t>(j, n - 1));
+      for (int j = 0; j < 4; ++j) {
+        o[j] = o_begin + t + j * quarter;
+        rows[j] = weight_row<typename R::E>(w, std::min(o[j], o_end - 1));
+      }
       dot_rows<V, R>(x + r0, mr, rows, w.n_in, seg, out);
       for (int64_t i = 0; i < mr; ++i)
-        for (int64_t j = 0; j < n; ++j) y[(r0 + i) * ldy + (o - o_begin + j)] = out[i * 4 + j];
+        for (int j = 0; j < 4; ++j)
+          if (o[j] < o_end) y[(r0 + i) * ldy + (o[j] - o_begin)] = out[i * 4 + j];
     }
   }
 }
@@ -165,18 +172,22 @@ void swiglu_block_t(const float* const* x, int64_t m, const LinearWeight& gate, 
                     int64_t o_begin, int64_t o_end, float* y, int64_t ldy) {
   using R = WeightReader<V, T>;
   const int64_t seg = R::kScaled ? gate.block_cols : gate.n_in;
+  // Tile t takes outputs o_begin + t and o_begin + t + half: two long streams in each matrix.
+  const int64_t half = (o_end - o_begin + 1) / 2;
   float out[kRowsPerPass * 4];
   for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
     const int64_t mr = std::min(kRowsPerPass, m - r0);
-    for (int64_t o = o_begin; o < o_end; o += 2) {
-      const int64_t o1 = std::min(o + 1, o_end - 1);
-      const WeightRow<typename R::E> rows[4] = {weight_row<typename R::E>(gate, o), weight_row<typename R::E>(gate, o1),
-                                                weight_row<typename R::E>(up, o), weight_row<typename R::E>(up, o1)};
+    for (int64_t t = 0; t < half; ++t) {
+      const int64_t o[2] = {o_begin + t, o_begin + t + half};
+      const int64_t o1 = std::min(o[1], o_end - 1);
+      const WeightRow<typename R::E> rows[4] = {weight_row<typename R::E>(gate, o[0]), weight_row<typename R::E>(gate, o1),
+                                                weight_row<typename R::E>(up, o[0]), weight_row<typename R::E>(up, o1)};
       dot_rows<V, R>(x + r0, mr, rows, gate.n_in, seg, out);
       for (int64_t i = 0; i < mr; ++i)
-        for (int64_t j = 0; j <= o1 - o; ++j) {
+        for (int j = 0; j < 2; ++j) {
+          if (o[j] >= o_end) continue;
           const float g = out[i * 4 + j], u = out[i * 4 + 2 + j];
-          y[(r0 + i) * ldy + (o - o_begin + j)] = g / (1.0f + std::exp(-g)) * u;
+          y[(r0 + i) * ldy + (o[j] - o_begin)] = g / (1.0f + std::exp(-g)) * u;
         }
     }
   }

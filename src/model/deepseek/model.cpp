@@ -1,6 +1,9 @@
 #include "model/deepseek/model.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstdint>
 
 #include "core/check.h"
 #include "model/deepseek/router.h"
@@ -10,6 +13,27 @@ namespace {
 
 void add_into(float* x, const float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+// Maps every page of a weight into the page tables now (reading it from the file if needed), so
+// decode steps do not take page faults the first time a token routes to an expert.
+void prefault(const LinearWeight& w) {
+  if (w.data == nullptr) return;
+  const size_t bytes = size_t(w.n_out * w.n_in) * dtype_size(w.dtype);
+  constexpr uintptr_t kPage = 4096;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(w.data) & ~(kPage - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(w.data) + bytes + kPage - 1) & ~(kPage - 1);
+#ifdef MADV_POPULATE_READ
+  if (madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ) == 0) return;
+#endif
+  const volatile uint8_t* p = static_cast<const uint8_t*>(w.data);  // older kernels: touch each page
+  for (size_t off = 0; off < bytes; off += kPage) (void)p[off];
+}
+
+void prefault(const MlpWeights& m) {
+  prefault(m.gate);
+  prefault(m.up);
+  prefault(m.down);
 }
 
 template <typename T>
@@ -41,6 +65,16 @@ DeepseekModel::DeepseekModel(ModelConfig c, Checkpoint ckpt, std::unique_ptr<Dee
   info_.bos_token_id = config_.bos_token_id;
   info_.n_params = weights_->n_params;
   info_.n_weight_bytes = weights_->n_bytes;
+  prefault(weights_->embed);
+  prefault(weights_->lm_head);
+  for (const LayerWeights& l : weights_->layers) {
+    for (const LinearWeight* w : {&l.attn.q_proj, &l.attn.q_a_proj, &l.attn.q_b_proj, &l.attn.kv_a_proj,
+                                  &l.attn.kv_b_proj, &l.attn.o_proj, &l.moe.router})
+      prefault(*w);
+    prefault(l.mlp);
+    for (const MlpWeights& e : l.moe.experts) prefault(e);
+    prefault(l.moe.shared);
+  }
 }
 
 void DeepseekModel::forward(const ForwardBatch& b, const KvCacheView& kv, float* logits) {
