@@ -84,6 +84,14 @@ def test_chat_with_tools_and_tool_results(client):
     assert r.choices[0].finish_reason in ("stop", "length", "tool_calls")
     r = client.chat.completions.create(model="tiny", messages=messages[:1], tools=tools, tool_choice="none", max_tokens=4)
     assert r.choices[0].message.tool_calls is None
+    # A named function: the answer is started with the template's call markers and the name, so
+    # the name shows up either as a parsed call or (this random model writes no valid JSON) in the
+    # content returned verbatim when the call does not parse.
+    r = client.chat.completions.create(model="tiny", messages=messages[:1], tools=tools, max_tokens=6, temperature=0,
+                                       tool_choice={"type": "function", "function": {"name": "get_weather"}})
+    message = r.choices[0].message
+    assert (message.tool_calls and message.tool_calls[0].function.name == "get_weather") or \
+        "get_weather" in (message.content or "")
 
 
 def test_chat_logprobs_shape(client):
