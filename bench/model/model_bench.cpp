@@ -5,8 +5,9 @@
 // one token per sequence with logits for every row (as a serving step does). Cache contents
 // are synthetic (a constant byte pattern, finite in every layout): the kernels' work does not
 // depend on the values, and filling 256 x 4096 positions by prefill would take hours here.
-// The batch-1 roofline line divides the bytes a decoded token must read (active weights and
-// its KV) by the step time.
+// The batch-1 roofline columns divide the bytes a decoded token must read (active weights and
+// its KV) by the step's wall time, and by the CPU time of all its threads: on a shared machine
+// the latter, run on one thread, compares with read_bandwidth_bench on one thread.
 #include <omp.h>
 #include <sys/resource.h>
 
@@ -78,6 +79,13 @@ struct BenchCache {
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+// CPU seconds used by all threads of this process so far (user + system).
+double process_cpu_seconds() {
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + 1e-6 * double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
 struct Options {
   std::string model_dir;
   std::string kv = "bf16";
@@ -106,18 +114,19 @@ int run(const Options& o) {
   std::mt19937 rng(7);
   auto random_token = [&] { return int32_t(rng() % uint32_t(info.vocab_size - 2) + 2); };
 
-  std::printf("| context | batch | step ms | decode tok/s | GB/s at batch 1 (weights + KV) |\n|---|---|---|---|---|\n");
+  std::printf("| context | batch | step ms | decode tok/s | CPU s per step | batch 1: GB/s (weights + KV) | batch 1: GB per CPU s |\n"
+              "|---|---|---|---|---|---|---|\n");
   for (int ctx : o.contexts)
     for (int batch : o.batches) {
       const int max_len = ctx + o.steps + 1;
       const double kv_gib = double(batch) * max_len * double(layout.bytes_per_token()) * info.n_layers / double(1 << 30);
       if (kv_gib > o.max_kv_gib) {
-        std::printf("| %d | %d | skipped: KV %.1f GiB > --max-kv-gib | | |\n", ctx, batch, kv_gib);
+        std::printf("| %d | %d | skipped: KV %.1f GiB > --max-kv-gib | | | | |\n", ctx, batch, kv_gib);
         continue;
       }
       BenchCache cache(info, kv_dtype, batch, max_len);
       std::vector<float> logits(size_t(batch) * size_t(info.vocab_size));
-      double timed = 0;
+      double timed = 0, cpu = 0;
       for (int step = 0; step <= o.steps; ++step) {  // step 0 warms up
         ForwardBatch b;
         for (int s = 0; s < batch; ++s) {
@@ -127,22 +136,27 @@ int run(const Options& o) {
           b.logit_rows.push_back(s);
         }
         const auto t0 = Clock::now();
+        const double c0 = process_cpu_seconds();
         m.forward(b, cache.view, logits.data());
-        if (step > 0) timed += seconds_since(t0);
+        if (step > 0) {
+          timed += seconds_since(t0);
+          cpu += process_cpu_seconds() - c0;
+        }
       }
-      const double step_s = timed / o.steps;
-      std::string roofline;
+      const double step_s = timed / o.steps, step_cpu = cpu / o.steps;
+      std::string roofline = " | ";
       if (batch == 1) {
         const double bytes = double(w_active) + double(ctx) * double(layout.bytes_per_token()) * info.n_layers;
-        char buf[64];
-        std::snprintf(buf, sizeof buf, "%.1f", bytes / step_s / 1e9);
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "%.1f | %.1f", bytes / step_s / 1e9, bytes / step_cpu / 1e9);
         roofline = buf;
       }
-      std::printf("| %d | %d | %.1f | %.1f | %s |\n", ctx, batch, step_s * 1e3, batch / step_s, roofline.c_str());
+      std::printf("| %d | %d | %.1f | %.1f | %.2f | %s |\n", ctx, batch, step_s * 1e3, batch / step_s, step_cpu,
+                  roofline.c_str());
       std::fflush(stdout);
     }
 
-  std::printf("\n| prompt tokens | prefill s (= time to first token) | prefill tok/s |\n|---|---|---|\n");
+  std::printf("\n| prompt tokens | prefill s (= time to first token) | prefill tok/s | CPU s |\n|---|---|---|---|\n");
   for (int n : o.prompts) {
     BenchCache cache(info, kv_dtype, 1, n + 1);
     ForwardBatch b;
@@ -154,9 +168,10 @@ int run(const Options& o) {
     b.logit_rows.push_back(n - 1);
     std::vector<float> logits(size_t(info.vocab_size));
     const auto t0 = Clock::now();
+    const double c0 = process_cpu_seconds();
     m.forward(b, cache.view, logits.data());
     const double s = seconds_since(t0);
-    std::printf("| %d | %.2f | %.1f |\n", n, s, n / s);
+    std::printf("| %d | %.2f | %.1f | %.2f |\n", n, s, n / s, process_cpu_seconds() - c0);
     std::fflush(stdout);
   }
   rusage ru{};
