@@ -15,11 +15,12 @@ import urllib.request
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def make_model(out_dir, *extra):
-    """A small random DeepSeek-V3 with the real DeepSeek-V3 tokenizer and chat template."""
+def make_model(out_dir, *extra, tokenizer_dir=ROOT / "tests" / "data" / "tokenizers" / "deepseek-v3"):
+    """A small random DeepSeek-V3 with a real tokenizer and chat template (DeepSeek-V3's unless
+    `tokenizer_dir` says otherwise)."""
     if not (pathlib.Path(out_dir) / "config.json").exists():
         subprocess.run([sys.executable, str(ROOT / "tools" / "make_checkpoint.py"), str(out_dir), "--preset", "tiny-v3",
-                        "--tokenizer", str(ROOT / "tests" / "data" / "tokenizers" / "deepseek-v3"), *extra],
+                        "--tokenizer", str(tokenizer_dir), *extra],
                        check=True, capture_output=True, timeout=300)
     return pathlib.Path(out_dir)
 
