@@ -4,7 +4,6 @@ own server process with the options under test."""
 import json
 import signal
 import socket
-import threading
 import time
 
 import openai
@@ -28,29 +27,36 @@ def test_api_key(deepinfer_bin, model_dir):
         assert s.stop() == 0
 
 
+def send_raw(port, body):
+    sock = socket.create_connection(("127.0.0.1", port))
+    data = json.dumps(body).encode()
+    sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + str(len(data)).encode() +
+                 b"\r\n\r\n" + data)
+    return sock
+
+
 def test_full_queue_gets_429_with_retry_after(deepinfer_bin, model_dir):
     s = Server(deepinfer_bin, model_dir, "--max-num-seqs", "1", "--max-queued-requests", "1")
     try:
-        results = []
+        long = {"prompt": "x", "max_tokens": 7000, "ignore_eos": True}
+        deadline = time.time() + 30
 
-        def long_request():
-            results.append(s.post("/v1/completions", {"prompt": "x", "max_tokens": 300, "ignore_eos": True})[0])
+        def wait_for(name):
+            while s.metric(name) < 1:
+                assert time.time() < deadline, name
+                time.sleep(0.05)
 
-        threads = [threading.Thread(target=long_request) for _ in range(6)]
-        for t in threads:
-            t.start()
-            time.sleep(0.2)
-        # Raw request to read the Retry-After header of a rejection while the queue is full.
-        sock = socket.create_connection(("127.0.0.1", s.port))
-        body = json.dumps({"prompt": "y", "max_tokens": 1}).encode()
-        sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + str(len(body)).encode() +
-                     b"\r\n\r\n" + body)
-        head = sock.recv(4096).decode()
-        sock.close()
-        for t in threads:
-            t.join()
-        assert 429 in results and 200 in results
+        running = send_raw(s.port, long)
+        wait_for("deepinfer_num_requests_running")
+        waiting = send_raw(s.port, long)
+        wait_for("deepinfer_num_requests_waiting")
+        rejected = send_raw(s.port, {"prompt": "y", "max_tokens": 1})
+        rejected.settimeout(10)
+        head = rejected.recv(4096).decode()
         assert head.startswith("HTTP/1.1 429") and "Retry-After: 1" in head
+        assert '"type":"rate_limit_error"' in head
+        for sock in (rejected, running, waiting):  # leaving aborts the long requests
+            sock.close()
         s.wait_idle()
     finally:
         assert s.stop() == 0
