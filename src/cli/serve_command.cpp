@@ -66,7 +66,6 @@ int run_serve(ServeFlags& f) {
   else std::fprintf(stderr, "deepinfer: no chat template, /v1/chat/completions disabled: %s\n", tmpl.status().message().c_str());
   auto engine = Engine::create(std::move(model).value(), f.engine.options);
   if (!engine.ok()) return fail(engine.status().message());
-  std::fprintf(stderr, "deepinfer: %s\n", (*engine)->kv_cache_info().describe().c_str());
   service.attach(engine.value().get(), std::move(tokenizer).value(), std::move(chat_template));
   std::fprintf(stderr, "deepinfer: ready, serving '%s'\n", f.serve.served_model_name.c_str());
 
