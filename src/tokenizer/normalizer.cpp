@@ -14,7 +14,10 @@ using json_fields::json;
 
 Status Normalizer::add_steps(const json& config, const std::string& where, std::vector<Step>& steps) {
   if (config.is_null()) return Status::Ok();
-  DI_ASSIGN_OR_RETURN(std::string type, json_fields::get_type(config, where));
+  // Not DI_ASSIGN_OR_RETURN: GCC 12 warns (wrongly) that the moved-out string may be uninitialized.
+  const Result<std::string> type_or = json_fields::get_type(config, where);
+  if (!type_or.ok()) return type_or.status();
+  const std::string& type = type_or.value();
   if (type == "Sequence") {
     auto it = config.find("normalizers");
     if (it == config.end() || !it->is_array()) return json_fields::missing(where, "normalizers", "a list");
