@@ -311,51 +311,47 @@ std::string Value::type_name() const {
 
 namespace {
 
+// The two-character JSON escapes (as Python's json.dumps writes them); false for other characters.
+bool short_escape(char32_t c, std::string& out) {
+  switch (c) {
+    case '"': out += "\\\""; return true;
+    case '\\': out += "\\\\"; return true;
+    case '\n': out += "\\n"; return true;
+    case '\r': out += "\\r"; return true;
+    case '\t': out += "\\t"; return true;
+    case '\b': out += "\\b"; return true;
+    case '\f': out += "\\f"; return true;
+    default: return false;
+  }
+}
+
 void json_escape(std::string& out, const std::string& s, bool ensure_ascii) {
   out.push_back('"');
   char buf[16];
   if (!ensure_ascii) {
     for (char ch : s) {
       const auto c = static_cast<unsigned char>(ch);
-      switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        default:
-          if (c < 0x20) {
-            std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-            out += buf;
-          } else {
-            out.push_back(ch);
-          }
+      if (short_escape(c, out)) continue;
+      if (c < 0x20) {
+        std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+        out += buf;
+      } else {
+        out.push_back(ch);
       }
     }
   } else {
     for (char32_t c : py::decode_utf8(s)) {
-      switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        case '\b': out += "\\b"; break;
-        case '\f': out += "\\f"; break;
-        default:
-          if (c >= 0x20 && c < 0x7F) {
-            out.push_back(static_cast<char>(c));
-          } else if (c < 0x10000) {
-            std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(c));
-            out += buf;
-          } else {
-            const char32_t v = c - 0x10000;
-            std::snprintf(buf, sizeof(buf), "\\u%04x\\u%04x", static_cast<unsigned>(0xD800 | (v >> 10)),
-                          static_cast<unsigned>(0xDC00 | (v & 0x3FF)));
-            out += buf;
-          }
+      if (short_escape(c, out)) continue;
+      if (c >= 0x20 && c < 0x7F) {
+        out.push_back(static_cast<char>(c));
+      } else if (c < 0x10000) {
+        std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(c));
+        out += buf;
+      } else {
+        const char32_t v = c - 0x10000;
+        std::snprintf(buf, sizeof(buf), "\\u%04x\\u%04x", static_cast<unsigned>(0xD800 | (v >> 10)),
+                      static_cast<unsigned>(0xDC00 | (v & 0x3FF)));
+        out += buf;
       }
     }
   }
