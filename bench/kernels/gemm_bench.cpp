@@ -1,7 +1,8 @@
 // Linear-layer kernels at DeepSeek-V2-Lite shapes: GEMV bandwidth (bytes_per_second counts
 // weight bytes) and batched GEMM throughput (the GFLOPs counter), per weight dtype, plus the
 // fused SwiGLU and a full MoE layer. Weights are random and larger than the caches where the
-// shape allows. DEEPINFER_CPU_ISA selects the instruction set (isa.h).
+// shape allows. DEEPINFER_CPU_ISA selects the instruction set (isa.h). The first argument, `w`,
+// picks the weights: 0 bf16, 1 fp8, 2 bf16 with bf16 activations (LinearWeight::act_dtype).
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -20,8 +21,10 @@ struct BenchWeight {
   LinearWeight w;
   std::vector<uint8_t> bytes;
   std::vector<float> scales;
-  BenchWeight(DType t, int64_t n_out, int64_t n_in) {
+  BenchWeight(int64_t kind, int64_t n_out, int64_t n_in) {
+    const DType t = kind == 1 ? DType::F8_E4M3 : DType::BF16;
     w.dtype = t;
+    if (kind == 2) w.act_dtype = DType::BF16;
     w.n_out = n_out;
     w.n_in = n_in;
     bytes.resize(size_t(n_out * n_in) * dtype_size(t));
@@ -43,14 +46,12 @@ std::vector<float> activations(int64_t n) {
   return x;
 }
 
-DType dtype_arg(int64_t a) { return a == 0 ? DType::BF16 : DType::F8_E4M3; }
-
-// args: dtype (0 bf16, 1 fp8), m, n_out, n_in. Several weights in rotation so m = 1 never
+// args: w, m, n_out, n_in. Several weights in rotation so m = 1 never
 // reads from cache.
 void BM_Linear(benchmark::State& state) {
-  const DType t = dtype_arg(state.range(0));
+  const int64_t t = state.range(0);
   const int64_t m = state.range(1), n_out = state.range(2), n_in = state.range(3);
-  const int64_t w_bytes = n_out * n_in * int64_t(dtype_size(t));
+  const int64_t w_bytes = n_out * n_in * (t == 1 ? 1 : 2);
   const int n_w = int(std::max<int64_t>(1, (int64_t(256) << 20) / w_bytes));
   std::vector<BenchWeight> ws;
   for (int i = 0; i < n_w; ++i) ws.emplace_back(t, n_out, n_in);
@@ -66,16 +67,16 @@ void BM_Linear(benchmark::State& state) {
       benchmark::Counter(2.0 * double(m * n_out * n_in) * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_Linear)
-    ->ArgNames({"fp8", "m", "n_out", "n_in"})
-    ->ArgsProduct({{0, 1}, {1}, {10944}, {2048}})
-    ->ArgsProduct({{0, 1}, {1}, {2048}, {10944}})
-    ->ArgsProduct({{0, 1}, {8, 32, 64, 128, 256}, {2816}, {2048}})
+    ->ArgNames({"w", "m", "n_out", "n_in"})
+    ->ArgsProduct({{0, 1, 2}, {1}, {10944}, {2048}})
+    ->ArgsProduct({{0, 1, 2}, {1}, {2048}, {10944}})
+    ->ArgsProduct({{0, 1, 2}, {8, 32, 64, 128, 256}, {2816}, {2048}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
 // A MoE layer of V2-Lite shape (64 experts of 1408, top-6, 2 shared) at m rows with random routing.
 void BM_Moe(benchmark::State& state) {
-  const DType t = dtype_arg(state.range(0));
+  const int64_t t = state.range(0);
   const int64_t m = state.range(1), d = 2048, inter = 1408;
   const int E = 64, k = 6;
   std::vector<BenchWeight> ws;
@@ -113,8 +114,8 @@ void BM_Moe(benchmark::State& state) {
   state.counters["GFLOPs"] = benchmark::Counter(flops * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_Moe)
-    ->ArgNames({"fp8", "m"})
-    ->ArgsProduct({{0, 1}, {1, 8, 32, 64, 128, 256}})
+    ->ArgNames({"w", "m"})
+    ->ArgsProduct({{0, 1, 2}, {1, 8, 32, 64, 128, 256}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -89,6 +89,7 @@ double process_cpu_seconds() {
 struct Options {
   std::string model_dir;
   std::string kv = "bf16";
+  std::string activations = "f32";
   std::vector<int> batches = {1, 8, 32, 64, 128, 256};
   std::vector<int> contexts = {512, 4096};
   std::vector<int> prompts = {512, 2048};
@@ -97,7 +98,8 @@ struct Options {
 };
 
 int run(const Options& o) {
-  auto loaded = DeepseekModel::Load(o.model_dir, cpu_backend());
+  auto loaded = DeepseekModel::Load(
+      o.model_dir, ModelOptions{o.activations == "bf16" ? DType::BF16 : DType::F32}, cpu_backend());
   if (!loaded.ok()) {
     std::fprintf(stderr, "error: %s\n", loaded.status().message().c_str());
     return 1;
@@ -108,9 +110,9 @@ int run(const Options& o) {
   const MlaCacheLayout layout{kv_dtype, info.kv_lora_rank, info.qk_rope_head_dim};
   const size_t w_active = active_weight_bytes(m);
   std::printf("model %s: %.2f GB of weights, %.3f GB read per token at batch 1 (active weights), "
-              "KV %s %zu B/token/layer, isa %s, threads %d\n\n",
+              "KV %s %zu B/token/layer, %s activations, isa %s, threads %d\n\n",
               o.model_dir.c_str(), double(info.n_weight_bytes) / 1e9, double(w_active) / 1e9, o.kv.c_str(),
-              layout.bytes_per_token(), std::string(cpu::isa_name(cpu::active_isa())).c_str(), omp_get_max_threads());
+              layout.bytes_per_token(), o.activations.c_str(), std::string(cpu::isa_name(cpu::active_isa())).c_str(), omp_get_max_threads());
   std::mt19937 rng(7);
   auto random_token = [&] { return int32_t(rng() % uint32_t(info.vocab_size - 2) + 2); };
 
@@ -188,6 +190,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Decode and prefill throughput of a checkpoint on the CPU backend"};
   app.add_option("--model", o.model_dir, "Hugging Face model folder")->required();
   app.add_option("--kv", o.kv, "KV cache dtype: bf16, fp8 or f32");
+  app.add_option("--activations", o.activations, "Inputs of the bf16 linear layers: f32 or bf16")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   app.add_option("--batches", o.batches, "Concurrent sequences per decode step")->delimiter(',');
   app.add_option("--contexts", o.contexts, "Cached tokens per sequence for decode")->delimiter(',');
   app.add_option("--prompts", o.prompts, "Prompt lengths for prefill (0: none)")->delimiter(',');

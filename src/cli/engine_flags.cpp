@@ -17,6 +17,10 @@ void EngineFlags::add_to(CLI::App& cmd) {
       ->capture_default_str();
   cmd.add_option("--kv-cache-dtype", kv_cache_dtype, "KV cache storage: bf16, fp8 (e4m3 latent) or f32")
       ->capture_default_str();
+  cmd.add_option("--activation-dtype", activation_dtype,
+                 "Inputs of the bf16 linear layers: f32, or bf16 (rounded; about twice the arithmetic rate on "
+                 "AVX-512 BF16 CPUs, accuracy in bench/RESULTS.md)")
+      ->capture_default_str();
   cmd.add_flag("--no-prefix-caching", no_prefix_caching, "Do not reuse cached prompt prefixes");
   cmd.add_option("--max-model-len", o.max_model_len, "Prompt + output tokens per sequence (0: the model's limit)")
       ->capture_default_str();
@@ -27,6 +31,9 @@ Status EngineFlags::resolve() {
   auto dtype = parse_kv_cache_dtype(kv_cache_dtype);
   if (!dtype) return Status::Error("--kv-cache-dtype: '" + kv_cache_dtype + "' is not one of bf16, fp8, f32");
   options.kv_cache_dtype = *dtype;
+  if (activation_dtype != "f32" && activation_dtype != "bf16")
+    return Status::Error("--activation-dtype: '" + activation_dtype + "' is not one of f32, bf16");
+  model.activation_dtype = activation_dtype == "bf16" ? DType::BF16 : DType::F32;
   options.enable_prefix_caching = !no_prefix_caching;
   return options.validate();
 }

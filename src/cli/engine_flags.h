@@ -6,12 +6,15 @@
 #include <string>
 
 #include "engine/engine_options.h"
+#include "model/causal_lm.h"
 
 namespace deepinfer::cli {
 
 struct EngineFlags {
   EngineOptions options;
+  ModelOptions model;
   std::string kv_cache_dtype = "bf16";
+  std::string activation_dtype = "f32";
   bool no_prefix_caching = false;
 
   void add_to(CLI::App& cmd);

@@ -91,7 +91,7 @@ int run_generate(GenerateFlags& f) {
   if (tok.ok()) tokenizer = std::move(tok).value();
   else if (needs_tokenizer) return fail(tok.status().message());
 
-  auto model = load_causal_lm(f.model_dir);
+  auto model = load_causal_lm(f.model_dir, f.engine.model);
   if (!model.ok()) return fail(model.status().message());
   std::fprintf(stderr, "%s\n", describe_causal_lm(**model).c_str());
   auto engine = Engine::create(std::move(model).value(), f.engine.options);

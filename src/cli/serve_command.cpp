@@ -55,7 +55,7 @@ int run_serve(ServeFlags& f) {
   std::fprintf(stderr, "deepinfer: listening on http://%s:%d (loading %s)\n", f.http.host.c_str(), (*server)->port(),
                f.model_dir.c_str());
 
-  auto model = load_causal_lm(f.model_dir);
+  auto model = load_causal_lm(f.model_dir, f.engine.model);
   if (!model.ok()) return fail(model.status().message());
   std::fprintf(stderr, "deepinfer: %s\n", describe_causal_lm(**model).c_str());
   auto tokenizer = Tokenizer::Load(f.model_dir);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/dtype.h"
 #include "model/forward_batch.h"
 
 namespace deepinfer {
@@ -26,6 +27,16 @@ struct CausalLMInfo {
   int32_t bos_token_id = -1;         // -1: none
   size_t n_params = 0;               // parameters loaded
   size_t n_weight_bytes = 0;         // their bytes in stored precision
+  DType activation_dtype = DType::F32;  // ModelOptions::activation_dtype as applied
+};
+
+// How a model is loaded, beyond what its folder says.
+struct ModelOptions {
+  // F32 (default): every product in f32. BF16 (opt-in): the inputs of the linear layers with bf16
+  // weights (projections, MLPs, experts, lm_head; not the MoE router, not the absorbed kv_b_proj)
+  // are rounded to bf16, which AVX-512 BF16 CPUs multiply at twice the f32 rate. Accuracy
+  // against f32 is measured in bench/RESULTS.md; bitwise batch invariance holds either way.
+  DType activation_dtype = DType::F32;
 };
 
 class CausalLM {

@@ -6,8 +6,9 @@
 
 namespace deepinfer {
 
-Result<std::unique_ptr<CausalLM>> load_causal_lm(const std::string& model_dir, Backend& backend) {
-  DI_ASSIGN_OR_RETURN(auto model, DeepseekModel::Load(model_dir, backend));
+Result<std::unique_ptr<CausalLM>> load_causal_lm(const std::string& model_dir, const ModelOptions& options,
+                                                 Backend& backend) {
+  DI_ASSIGN_OR_RETURN(auto model, DeepseekModel::Load(model_dir, options, backend));
   return std::unique_ptr<CausalLM>(std::move(model));
 }
 
@@ -19,10 +20,10 @@ std::string describe_causal_lm(const CausalLM& model) {
   };
   std::snprintf(buf, sizeof buf,
                 "%s: %.3fB parameters, %.2f GiB of weights, %d layers, vocab %d, context %d; "
-                "KV cache bytes per token: %zu (bf16), %zu (fp8), %zu (f32)",
+                "KV cache bytes per token: %zu (bf16), %zu (fp8), %zu (f32)%s",
                 i.architecture.c_str(), double(i.n_params) / 1e9, double(i.n_weight_bytes) / (1u << 30), i.n_layers,
                 i.vocab_size, i.max_position_embeddings, kv_bytes(DType::BF16), kv_bytes(DType::F8_E4M3),
-                kv_bytes(DType::F32));
+                kv_bytes(DType::F32), i.activation_dtype == DType::BF16 ? "; bf16 activations" : "");
   return buf;
 }
 

@@ -12,7 +12,8 @@ namespace deepinfer {
 
 // Loads DeepseekV3ForCausalLM / DeepseekV2ForCausalLM checkpoints (bf16, f16, f32 or FP8
 // block-quantized; single-file or sharded). Errors name the file, tensor or field.
-Result<std::unique_ptr<CausalLM>> load_causal_lm(const std::string& model_dir, Backend& backend = cpu_backend());
+Result<std::unique_ptr<CausalLM>> load_causal_lm(const std::string& model_dir, const ModelOptions& options = {},
+                                                 Backend& backend = cpu_backend());
 
 // One line for logs: architecture, parameters, weight bytes, KV bytes per token for a dtype.
 std::string describe_causal_lm(const CausalLM& model);

@@ -27,6 +27,25 @@ def test_api_key(deepinfer_bin, model_dir):
         assert s.stop() == 0
 
 
+def test_bf16_activations_serve(deepinfer_bin, model_dir):
+    """--activation-dtype bf16 is a serving option: the server says so at start and answers
+    (tests/model/test_golden.py bounds its error against the reference)."""
+    s = Server(deepinfer_bin, model_dir, "--activation-dtype", "bf16")
+    try:
+        client = openai.OpenAI(base_url=s.base + "/v1", api_key="unused", max_retries=0, timeout=120)
+        out = client.completions.create(model="tiny", prompt="The quick brown fox", max_tokens=8, temperature=0,
+                                        extra_body={"ignore_eos": True})
+        assert out.usage.completion_tokens == 8 and out.choices[0].finish_reason == "length"
+        assert any("bf16 activations" in line for line in s.log), "".join(s.log)
+    finally:
+        assert s.stop() == 0
+
+
+def test_bad_activation_dtype_fails_at_start(deepinfer_bin, model_dir):
+    with pytest.raises(RuntimeError, match="--activation-dtype"):
+        Server(deepinfer_bin, model_dir, "--activation-dtype", "int4")
+
+
 def send_raw(port, body):
     sock = socket.create_connection(("127.0.0.1", port))
     data = json.dumps(body).encode()

@@ -1,6 +1,7 @@
 // Linear, SwiGLU and MLA absorb/projection kernels: against a scalar reference for every
 // weight dtype and ISA, and bitwise per-row batch invariance (a row alone on one thread equals
-// the same row inside a batch on many threads).
+// the same row inside a batch on many threads). bf16 activations (act_dtype BF16) are checked
+// against the same reference on bf16-rounded inputs.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -122,8 +123,86 @@ TEST_P(Gemm, MlaAbsorbAndProjectMatchReferenceAndAreBatchInvariant) {
   });
 }
 
+class GemmBf16Activations : public ::testing::TestWithParam<cpu::Isa> {
+ protected:
+  void SetUp() override {
+    if (int(GetParam()) > int(cpu::best_supported_isa())) GTEST_SKIP() << "ISA not on this CPU";
+  }
+};
+
+// Products of bf16-rounded inputs with bf16 weights are exact; only the f32 sums differ from
+// the double reference. n_in 1040 and 300 leave tails shorter than one 32-element dot step.
+TEST_P(GemmBf16Activations, LinearMatchesRoundedReferenceAndIsBatchInvariant) {
+  IsaScope scope(GetParam());
+  for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{37, 300}, {64, 256}, {130, 1040}}) {
+    TestWeight tw(DType::BF16, n_out, n_in, 7);
+    tw.w.act_dtype = DType::BF16;
+    const int64_t m = 19, ldx = n_in + 3;
+    const std::vector<float> x = random_floats(size_t(m * ldx), 11);
+    std::vector<float> y(size_t(m * n_out));
+    cpu::linear({x.data(), ldx, m, &tw.w, y.data(), n_out});
+    for (int64_t r = 0; r < m; ++r) {
+      const std::vector<float> xr = bf16_rounded(x.data() + r * ldx, size_t(n_in));
+      for (int64_t o = 0; o < n_out; ++o) {
+        const std::vector<float> row = weight_row(tw.w, o);
+        double scale = 0;
+        for (int64_t i = 0; i < n_in; ++i) scale += std::fabs(double(xr[size_t(i)]) * row[size_t(i)]);
+        const double want = ref_dot(xr.data(), row);
+        ASSERT_TRUE(near(y[size_t(r * n_out + o)], want, scale)) << "r " << r << " o " << o << ": " << y[size_t(r * n_out + o)] << " vs " << want;
+      }
+    }
+    expect_rows_invariant(m, n_out, [&](int64_t r0, int64_t mm, float* out) {
+      cpu::linear({x.data() + r0 * ldx, ldx, mm, &tw.w, out, n_out});
+    });
+  }
+}
+
+TEST_P(GemmBf16Activations, SwigluMatchesRoundedReferenceAndIsBatchInvariant) {
+  IsaScope scope(GetParam());
+  const int64_t inter = 45, n_in = 272, m = 13;
+  TestWeight gate(DType::BF16, inter, n_in, 3), up(DType::BF16, inter, n_in, 4);
+  gate.w.act_dtype = up.w.act_dtype = DType::BF16;
+  const std::vector<float> x = random_floats(size_t(m * n_in), 5);
+  std::vector<float> y(size_t(m * inter));
+  cpu::swiglu({x.data(), n_in, m, &gate.w, &up.w, y.data(), inter});
+  for (int64_t r = 0; r < m; ++r) {
+    const std::vector<float> xr = bf16_rounded(x.data() + r * n_in, size_t(n_in));
+    for (int64_t o = 0; o < inter; ++o) {
+      const double g = ref_dot(xr.data(), weight_row(gate.w, o)), u = ref_dot(xr.data(), weight_row(up.w, o));
+      const double want = g / (1.0 + std::exp(-g)) * u;
+      ASSERT_TRUE(near(y[size_t(r * inter + o)], want, std::fabs(want), 1e-4)) << y[size_t(r * inter + o)] << " vs " << want;
+    }
+  }
+  expect_rows_invariant(m, inter, [&](int64_t r0, int64_t mm, float* out) {
+    cpu::swiglu({x.data() + r0 * n_in, n_in, mm, &gate.w, &up.w, out, inter});
+  });
+}
+
+// The rounding is real: the same weights with f32 inputs give different outputs.
+TEST_P(GemmBf16Activations, DiffersFromF32Activations) {
+  IsaScope scope(GetParam());
+  TestWeight tw(DType::BF16, 16, 256, 7);
+  const std::vector<float> x = random_floats(256, 11);
+  std::vector<float> y32(16), y16(16);
+  cpu::linear({x.data(), 256, 1, &tw.w, y32.data(), 16});
+  tw.w.act_dtype = DType::BF16;
+  cpu::linear({x.data(), 256, 1, &tw.w, y16.data(), 16});
+  EXPECT_NE(std::memcmp(y32.data(), y16.data(), sizeof(float) * 16), 0);
+}
+
+TEST(GemmBf16ActivationsDeathTest, NeedBf16Weights) {
+  TestWeight tw(DType::F8_E4M3, 16, 256, 7);
+  tw.w.act_dtype = DType::BF16;
+  const std::vector<float> x = random_floats(256, 11);
+  std::vector<float> y(16);
+  EXPECT_DEATH(cpu::linear({x.data(), 256, 1, &tw.w, y.data(), 16}), "bf16 activations need bf16 weights");
+}
+
+INSTANTIATE_TEST_SUITE_P(Isas, GemmBf16Activations, ::testing::ValuesIn(kAllIsas),
+                         [](const auto& info) { return std::string(cpu::isa_name(info.param)); });
+
 INSTANTIATE_TEST_SUITE_P(IsasAndDtypes, Gemm,
-                         ::testing::Combine(::testing::Values(cpu::Isa::kPortable, cpu::Isa::kAvx2, cpu::Isa::kAvx512),
+                         ::testing::Combine(::testing::ValuesIn(kAllIsas),
                                             ::testing::Values(DType::F32, DType::BF16, DType::F16, DType::F8_E4M3)),
                          [](const auto& info) {
                            return std::string(cpu::isa_name(std::get<0>(info.param))) + "_" +

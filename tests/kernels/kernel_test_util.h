@@ -16,9 +16,11 @@
 
 namespace deepinfer::test {
 
+inline constexpr cpu::Isa kAllIsas[] = {cpu::Isa::kPortable, cpu::Isa::kAvx2, cpu::Isa::kAvx512, cpu::Isa::kAvx512Bf16};
+
 inline std::vector<cpu::Isa> supported_isas() {
   std::vector<cpu::Isa> out;
-  for (cpu::Isa isa : {cpu::Isa::kPortable, cpu::Isa::kAvx2, cpu::Isa::kAvx512})
+  for (cpu::Isa isa : kAllIsas)
     if (int(isa) <= int(cpu::best_supported_isa())) out.push_back(isa);
   return out;
 }
@@ -90,6 +92,13 @@ inline std::vector<float> weight_row(const LinearWeight& w, int64_t o) {
   std::vector<float> row(size_t(w.n_in));
   cpu::dequant_row(w, o, row.data());
   return row;
+}
+
+// x rounded to bf16 and back, as kernels see activations for weights with act_dtype BF16.
+inline std::vector<float> bf16_rounded(const float* x, size_t n) {
+  std::vector<float> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = bf16_to_f32(f32_to_bf16(x[i]));
+  return out;
 }
 
 inline double ref_dot(const float* x, const std::vector<float>& w) {

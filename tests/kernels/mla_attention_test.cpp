@@ -164,7 +164,7 @@ TEST_P(MlaAttention, MatchesReferenceAndIsBatchInvariant) {
 }
 
 INSTANTIATE_TEST_SUITE_P(IsasAndCacheDtypes, MlaAttention,
-                         ::testing::Combine(::testing::Values(cpu::Isa::kPortable, cpu::Isa::kAvx2, cpu::Isa::kAvx512),
+                         ::testing::Combine(::testing::ValuesIn(kAllIsas),
                                             ::testing::Values(DType::F32, DType::BF16, DType::F8_E4M3)),
                          [](const auto& info) {
                            return std::string(cpu::isa_name(std::get<0>(info.param))) + "_" +

@@ -73,23 +73,31 @@ std::vector<std::vector<float>> run(DeepseekModel& m, const std::vector<std::vec
   return last;
 }
 
-class BatchInvariance : public ::testing::TestWithParam<DType> {};
+// (KV cache dtype, activation dtype)
+class BatchInvariance : public ::testing::TestWithParam<std::pair<DType, DType>> {};
 
 TEST_P(BatchInvariance, AloneTogetherAndChunkedAreBitwiseEqual) {
-  auto m = DeepseekModel::Load("tests/data/models/tiny-v3", cpu_backend());
+  const auto [kv_dtype, act_dtype] = GetParam();
+  auto m = DeepseekModel::Load("tests/data/models/tiny-v3", ModelOptions{act_dtype}, cpu_backend());
   ASSERT_TRUE(m.ok()) << m.status().message();
   const std::vector<std::vector<int32_t>> prompts = {prompt(40, 1), prompt(7, 2), prompt(129, 3), prompt(1, 4)};
   std::vector<std::vector<float>> alone;
-  for (const auto& p : prompts) alone.push_back(run(**m, {p}, 1 << 20, GetParam())[0]);
+  for (const auto& p : prompts) alone.push_back(run(**m, {p}, 1 << 20, kv_dtype)[0]);
   for (int chunk : {1, 7, 64, 1 << 20}) {
-    const auto together = run(**m, prompts, chunk, GetParam());
+    const auto together = run(**m, prompts, chunk, kv_dtype);
     for (size_t s = 0; s < prompts.size(); ++s)
       EXPECT_EQ(std::memcmp(together[s].data(), alone[s].data(), alone[s].size() * 4), 0)
           << "sequence " << s << ", chunk " << chunk;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(CacheDtypes, BatchInvariance, ::testing::Values(DType::F32, DType::BF16, DType::F8_E4M3));
+INSTANTIATE_TEST_SUITE_P(CacheAndActivationDtypes, BatchInvariance,
+                         ::testing::Values(std::pair{DType::F32, DType::F32}, std::pair{DType::BF16, DType::F32},
+                                           std::pair{DType::F8_E4M3, DType::F32}, std::pair{DType::BF16, DType::BF16}),
+                         [](const auto& info) {
+                           return "kv_" + std::string(dtype_name(info.param.first)) + "_activations_" +
+                                  std::string(dtype_name(info.param.second));
+                         });
 
 }  // namespace
 }  // namespace deepinfer

@@ -36,14 +36,14 @@ std::string load_error(const std::string& config_fixture, const std::vector<Fake
   testing::write_file(dir.path() / "config.json",
                       read_text_file("tests/data/models/" + config_fixture + "/config.json").value());
   testing::write_file(dir.path() / "model.safetensors", image_of(tensors));
-  auto m = DeepseekModel::Load(dir.path().string(), cpu_backend());
+  auto m = DeepseekModel::Load(dir.path().string(), ModelOptions{}, cpu_backend());
   EXPECT_FALSE(m.ok());
   return m.ok() ? "" : m.status().message();
 }
 
 TEST(DeepseekWeights, FixturesLoadWithTheirSizes) {
   for (const char* name : {"tiny-v3", "tiny-v3-fp8", "tiny-v2"}) {
-    auto m = DeepseekModel::Load(std::string("tests/data/models/") + name, cpu_backend());
+    auto m = DeepseekModel::Load(std::string("tests/data/models/") + name, ModelOptions{}, cpu_backend());
     ASSERT_TRUE(m.ok()) << m.status().message();
     EXPECT_GT((*m)->info().n_params, 3'000'000u) << name;
     EXPECT_EQ((*m)->info().n_layers, 3);
@@ -51,9 +51,36 @@ TEST(DeepseekWeights, FixturesLoadWithTheirSizes) {
     EXPECT_TRUE((*m)->weights().layers[1].is_moe);
     EXPECT_EQ((*m)->weights().layers[1].moe.experts.size(), 16u);
   }
-  auto fp8 = DeepseekModel::Load("tests/data/models/tiny-v3-fp8", cpu_backend());
+  auto fp8 = DeepseekModel::Load("tests/data/models/tiny-v3-fp8", ModelOptions{}, cpu_backend());
   EXPECT_EQ((*fp8)->weights().layers[0].attn.o_proj.dtype, DType::F8_E4M3);
   EXPECT_NE((*fp8)->weights().layers[0].attn.o_proj.scale_inv, nullptr);
+}
+
+// bf16 activations go to every bf16 projection the model runs through linear/swiglu/moe, and
+// not to the embedding, the routers, kv_b_proj (absorbed into attention) or fp8 weights.
+TEST(DeepseekWeights, Bf16ActivationsMarkTheBf16Projections) {
+  auto m = DeepseekModel::Load("tests/data/models/tiny-v3", ModelOptions{DType::BF16}, cpu_backend());
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const DeepseekWeights& w = (*m)->weights();
+  EXPECT_EQ((*m)->info().activation_dtype, DType::BF16);
+  EXPECT_EQ(w.embed.act_dtype, DType::F32);
+  EXPECT_EQ(w.lm_head.act_dtype, DType::BF16);
+  const LayerWeights& dense = w.layers[0];
+  const LayerWeights& moe = w.layers[1];
+  for (const LinearWeight* lw : {&dense.attn.q_a_proj, &dense.attn.q_b_proj, &dense.attn.kv_a_proj, &dense.attn.o_proj,
+                                 &dense.mlp.gate, &dense.mlp.up, &dense.mlp.down, &moe.moe.experts[3].gate,
+                                 &moe.moe.experts[3].down, &moe.moe.shared.up})
+    EXPECT_EQ(lw->act_dtype, DType::BF16);
+  EXPECT_EQ(dense.attn.kv_b_proj.act_dtype, DType::F32);
+  EXPECT_EQ(moe.moe.router.act_dtype, DType::F32);
+
+  auto fp8 = DeepseekModel::Load("tests/data/models/tiny-v3-fp8", ModelOptions{DType::BF16}, cpu_backend());
+  ASSERT_TRUE(fp8.ok()) << fp8.status().message();
+  EXPECT_EQ((*fp8)->weights().layers[0].attn.o_proj.act_dtype, DType::F32);  // fp8
+  EXPECT_EQ((*fp8)->weights().layers[0].attn.kv_a_proj.act_dtype, DType::BF16);  // stored bf16
+
+  auto f32 = DeepseekModel::Load("tests/data/models/tiny-v3", ModelOptions{}, cpu_backend());
+  EXPECT_EQ((*f32)->weights().lm_head.act_dtype, DType::F32);
 }
 
 TEST(DeepseekWeights, MissingTensorIsNamed) {

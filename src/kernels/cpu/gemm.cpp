@@ -17,9 +17,21 @@ void check_weight(const LinearWeight& w) {
   if (w.dtype == DType::F8_E4M3)
     DI_CHECK_MSG(w.scale_inv != nullptr && w.block_rows > 0 && w.block_cols % 16 == 0,
                  "fp8 weights need scale_inv and a block width that is a multiple of 16");
+  DI_CHECK_MSG(w.act_dtype == DType::F32 || (w.act_dtype == DType::BF16 && w.dtype == DType::BF16),
+               "bf16 activations need bf16 weights");
 }
 
 }  // namespace
+
+const uint16_t* const* bf16_rows(const float* const* x, int64_t m, int64_t n, Bf16Rows& buf) {
+  buf.values.resize(size_t(m * n));
+  buf.rows.resize(size_t(m));
+  const KernelTable& k = kernels();
+#pragma omp parallel for schedule(static) if (m * n >= (1 << 16))
+  for (int64_t r = 0; r < m; ++r) k.round_to_bf16(x[r], buf.values.data() + r * n, n);
+  for (int64_t r = 0; r < m; ++r) buf.rows[size_t(r)] = buf.values.data() + r * n;
+  return buf.rows.data();
+}
 
 void embed(const EmbedParams& p) {
   DI_CHECK(p.table != nullptr && p.ids != nullptr && p.y != nullptr);
@@ -37,12 +49,15 @@ void linear(const LinearParams& p) {
   const LinearWeight& w = *p.w;
   const KernelTable& k = kernels();
   const float* const* x = strided_rows(p.x, p.ldx, p.m);
+  thread_local Bf16Rows x_bf16;
+  const uint16_t* const* xb = w.act_dtype == DType::BF16 ? bf16_rows(x, p.m, w.n_in, x_bf16) : nullptr;
   const int64_t nb = column_block(w.n_out, w.n_in * int64_t(dtype_size(w.dtype)));
   const int64_t n_blocks = (w.n_out + nb - 1) / nb;
 #pragma omp parallel for schedule(static) if (n_blocks > 1)
   for (int64_t b = 0; b < n_blocks; ++b) {
     const int64_t o0 = b * nb, o1 = std::min(w.n_out, o0 + nb);
-    k.linear_block(x, p.m, w, o0, o1, p.y + o0, p.ldy);
+    if (xb) k.linear_block_bf16x(xb, p.m, w, o0, o1, p.y + o0, p.ldy);
+    else k.linear_block(x, p.m, w, o0, o1, p.y + o0, p.ldy);
   }
 }
 
@@ -51,16 +66,20 @@ void swiglu(const SwigluParams& p) {
   DI_CHECK(p.gate && p.up && p.x && p.y);
   const LinearWeight &g = *p.gate, &u = *p.up;
   check_weight(g);
-  DI_CHECK(u.dtype == g.dtype && u.n_out == g.n_out && u.n_in == g.n_in && u.block_cols == g.block_cols);
+  DI_CHECK(u.dtype == g.dtype && u.n_out == g.n_out && u.n_in == g.n_in && u.block_cols == g.block_cols &&
+           u.act_dtype == g.act_dtype);
   DI_CHECK(p.ldx >= g.n_in && p.ldy >= g.n_out);
   const KernelTable& k = kernels();
   const float* const* x = strided_rows(p.x, p.ldx, p.m);
+  thread_local Bf16Rows x_bf16;
+  const uint16_t* const* xb = g.act_dtype == DType::BF16 ? bf16_rows(x, p.m, g.n_in, x_bf16) : nullptr;
   const int64_t nb = column_block(g.n_out, 2 * g.n_in * int64_t(dtype_size(g.dtype)));
   const int64_t n_blocks = (g.n_out + nb - 1) / nb;
 #pragma omp parallel for schedule(static) if (n_blocks > 1)
   for (int64_t b = 0; b < n_blocks; ++b) {
     const int64_t o0 = b * nb, o1 = std::min(g.n_out, o0 + nb);
-    k.swiglu_block(x, p.m, g, u, o0, o1, p.y + o0, p.ldy);
+    if (xb) k.swiglu_block_bf16x(xb, p.m, g, u, o0, o1, p.y + o0, p.ldy);
+    else k.swiglu_block(x, p.m, g, u, o0, o1, p.y + o0, p.ldy);
   }
 }
 
@@ -68,6 +87,7 @@ void mla_absorb_query(const MlaAbsorbQueryParams& p) {
   DI_CHECK(p.w_kv_b != nullptr && p.q != nullptr && p.q_latent != nullptr);
   const LinearWeight& w = *p.w_kv_b;
   check_weight(w);
+  DI_CHECK_MSG(w.act_dtype == DType::F32, "kv_b_proj runs with f32 activations");
   DI_CHECK(w.n_out == int64_t(p.n_heads) * (p.qk_nope_head_dim + p.v_head_dim));
   if (p.m == 0) return;
   const int64_t c = w.n_in, H = p.n_heads;
@@ -91,6 +111,7 @@ void mla_project_value(const MlaProjectValueParams& p) {
   DI_CHECK(p.w_kv_b != nullptr && p.o_latent != nullptr && p.out != nullptr);
   const LinearWeight& w = *p.w_kv_b;
   check_weight(w);
+  DI_CHECK_MSG(w.act_dtype == DType::F32, "kv_b_proj runs with f32 activations");
   DI_CHECK(w.n_out == int64_t(p.n_heads) * (p.qk_nope_head_dim + p.v_head_dim));
   if (p.m == 0) return;
   const int64_t c = w.n_in, H = p.n_heads, v = p.v_head_dim;

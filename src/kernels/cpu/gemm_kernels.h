@@ -2,6 +2,10 @@
 // instantiated per ISA by kernels_<isa>.cpp. Weights stay in their stored dtype and are
 // widened to f32 in registers; nothing is materialized.
 //
+// Activation rows XE are f32, or bf16 (rounded by the driver; LinearWeight::act_dtype) against
+// bf16 weights: a V with native bf16 dot products (V::bf16_dot_tile) multiplies those directly,
+// any other V widens both to f32, whose products of bf16 values are exact.
+//
 // Dot layout (linear, swiglu): a tile of MR activation rows x 4 weight rows keeps one f32
 // vector accumulator per (row, output), runs over n_in in vector steps (fp8: per scale block),
 // and ends with one horizontal sum. Every output's arithmetic depends only on its own row and
@@ -11,7 +15,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
+#include "core/dtype.h"
 #include "kernels/ops.h"
 
 namespace deepinfer::cpu {
@@ -52,6 +58,16 @@ struct WeightReader<V, DType::F8_E4M3> {
   static typename V::F load_n(const E* p, int n) { return V::from_fp8_n(p, n); }
 };
 
+// Activation vectors: f32, or bf16 widened exactly.
+template <class V>
+typename V::F load_act(const float* p) { return V::load(p); }
+template <class V>
+typename V::F load_act(const uint16_t* p) { return V::from_bf16(p); }
+template <class V>
+typename V::F load_act_n(const float* p, int n) { return V::load_n(p, n); }
+template <class V>
+typename V::F load_act_n(const uint16_t* p, int n) { return V::from_bf16_n(p, n); }
+
 // One row of a weight: its elements and (fp8) its row of block scales.
 template <class E>
 struct WeightRow {
@@ -68,9 +84,13 @@ WeightRow<E> weight_row(const LinearWeight& w, int64_t row) {
 
 // out[i * 4 + j] = dot(x[i][0, k_len), w[j]) for i < MR, j < 4. seg: fp8 scale block length
 // (a multiple of V::kW), else k_len.
-template <class V, class R, int MR>
-inline void dot_tile(const float* const* x, const WeightRow<typename R::E>* w, int64_t k_len, int64_t seg,
+template <class V, class R, int MR, class XE>
+inline void dot_tile(const XE* const* x, const WeightRow<typename R::E>* w, int64_t k_len, int64_t seg,
                      float* out) {
+  if constexpr (std::is_same_v<XE, uint16_t> && requires { V::kBf16Dot; }) {
+    static_assert(!R::kScaled);
+    return V::template bf16_dot_tile<MR>(x, w, k_len, out);
+  }
   using F = typename V::F;
   constexpr int NR = 4;
   F acc[MR][NR];
@@ -95,7 +115,7 @@ inline void dot_tile(const float* const* x, const WeightRow<typename R::E>* w, i
       }
 #pragma GCC unroll 16
       for (int i = 0; i < MR; ++i) {
-        const F xv = V::pin(V::load(x[i] + k));
+        const F xv = V::pin(load_act<V>(x[i] + k));
 #pragma GCC unroll 4
         for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(xv, wv[j], acc[i][j]);
       }
@@ -110,7 +130,7 @@ inline void dot_tile(const float* const* x, const WeightRow<typename R::E>* w, i
       }
 #pragma GCC unroll 16
       for (int i = 0; i < MR; ++i) {
-        const F xv = V::load_n(x[i] + k, n);
+        const F xv = load_act_n<V>(x[i] + k, n);
 #pragma GCC unroll 4
         for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(xv, wv[j], acc[i][j]);
       }
@@ -122,18 +142,25 @@ inline void dot_tile(const float* const* x, const WeightRow<typename R::E>* w, i
     for (int j = 0; j < NR; ++j) out[i * NR + j] = V::hsum(acc[i][j]);
 }
 
-// Runs dot_tile over rows [0, m) in tiles of up to 6 rows for the 4 weight rows `w`.
-template <class V, class R>
-inline void dot_rows(const float* const* x, int64_t m, const WeightRow<typename R::E>* w, int64_t k_len,
+// Runs dot_tile over rows [0, m) in tiles of up to 6 rows for the 4 weight rows `w`. A last 7
+// or 8 rows run as two tiles of 3-4 rather than 6 + 1-2: a tile of 1-2 rows has too few
+// independent accumulators to hide the multiply-add latency. (Rows are independent in a tile,
+// so the split changes no result.)
+template <class V, class R, class XE>
+inline void dot_rows(const XE* const* x, int64_t m, const WeightRow<typename R::E>* w, int64_t k_len,
                      int64_t seg, float* out /* [m, 4] */) {
   int64_t r = 0;
-  for (; r + 6 <= m; r += 6) dot_tile<V, R, 6>(x + r, w, k_len, seg, out + r * 4);
+  for (; m - r >= 9 || m - r == 6; r += 6) dot_tile<V, R, 6, XE>(x + r, w, k_len, seg, out + r * 4);
+  if (m - r >= 7) {
+    dot_tile<V, R, 4, XE>(x + r, w, k_len, seg, out + r * 4);
+    r += 4;
+  }
   switch (m - r) {
-    case 5: dot_tile<V, R, 5>(x + r, w, k_len, seg, out + r * 4); break;
-    case 4: dot_tile<V, R, 4>(x + r, w, k_len, seg, out + r * 4); break;
-    case 3: dot_tile<V, R, 3>(x + r, w, k_len, seg, out + r * 4); break;
-    case 2: dot_tile<V, R, 2>(x + r, w, k_len, seg, out + r * 4); break;
-    case 1: dot_tile<V, R, 1>(x + r, w, k_len, seg, out + r * 4); break;
+    case 5: dot_tile<V, R, 5, XE>(x + r, w, k_len, seg, out + r * 4); break;
+    case 4: dot_tile<V, R, 4, XE>(x + r, w, k_len, seg, out + r * 4); break;
+    case 3: dot_tile<V, R, 3, XE>(x + r, w, k_len, seg, out + r * 4); break;
+    case 2: dot_tile<V, R, 2, XE>(x + r, w, k_len, seg, out + r * 4); break;
+    case 1: dot_tile<V, R, 1, XE>(x + r, w, k_len, seg, out + r * 4); break;
     default: break;
   }
 }
@@ -141,8 +168,8 @@ inline void dot_rows(const float* const* x, int64_t m, const WeightRow<typename 
 // Activation rows per pass: a pass's rows stay in L1/L2 while the block's weight rows stream.
 constexpr int64_t kRowsPerPass = 24;
 
-template <class V, DType T>
-void linear_block_t(const float* const* x, int64_t m, const LinearWeight& w, int64_t o_begin, int64_t o_end,
+template <class V, DType T, class XE>
+void linear_block_t(const XE* const* x, int64_t m, const LinearWeight& w, int64_t o_begin, int64_t o_end,
                     float* y, int64_t ldy) {
   using R = WeightReader<V, T>;
   const int64_t seg = R::kScaled ? w.block_cols : w.n_in;
@@ -159,7 +186,7 @@ void linear_block_t(const float* const* x, int64_t m, const LinearWeight& w, int
         o[j] = o_begin + t + j * quarter;
         rows[j] = weight_row<typename R::E>(w, std::min(o[j], o_end - 1));
       }
-      dot_rows<V, R>(x + r0, mr, rows, w.n_in, seg, out);
+      dot_rows<V, R, XE>(x + r0, mr, rows, w.n_in, seg, out);
       for (int64_t i = 0; i < mr; ++i)
         for (int j = 0; j < 4; ++j)
           if (o[j] < o_end) y[(r0 + i) * ldy + (o[j] - o_begin)] = out[i * 4 + j];
@@ -167,8 +194,8 @@ void linear_block_t(const float* const* x, int64_t m, const LinearWeight& w, int
   }
 }
 
-template <class V, DType T>
-void swiglu_block_t(const float* const* x, int64_t m, const LinearWeight& gate, const LinearWeight& up,
+template <class V, DType T, class XE>
+void swiglu_block_t(const XE* const* x, int64_t m, const LinearWeight& gate, const LinearWeight& up,
                     int64_t o_begin, int64_t o_end, float* y, int64_t ldy) {
   using R = WeightReader<V, T>;
   const int64_t seg = R::kScaled ? gate.block_cols : gate.n_in;
@@ -182,7 +209,7 @@ void swiglu_block_t(const float* const* x, int64_t m, const LinearWeight& gate, 
       const int64_t o1 = std::min(o[1], o_end - 1);
       const WeightRow<typename R::E> rows[4] = {weight_row<typename R::E>(gate, o[0]), weight_row<typename R::E>(gate, o1),
                                                 weight_row<typename R::E>(up, o[0]), weight_row<typename R::E>(up, o1)};
-      dot_rows<V, R>(x + r0, mr, rows, gate.n_in, seg, out);
+      dot_rows<V, R, XE>(x + r0, mr, rows, gate.n_in, seg, out);
       for (int64_t i = 0; i < mr; ++i)
         for (int j = 0; j < 2; ++j) {
           if (o[j] >= o_end) continue;
@@ -258,10 +285,10 @@ template <class V>
 void linear_block(const float* const* x, int64_t m, const LinearWeight& w, int64_t o_begin, int64_t o_end, float* y,
                   int64_t ldy) {
   switch (w.dtype) {
-    case DType::F32: return linear_block_t<V, DType::F32>(x, m, w, o_begin, o_end, y, ldy);
-    case DType::BF16: return linear_block_t<V, DType::BF16>(x, m, w, o_begin, o_end, y, ldy);
-    case DType::F16: return linear_block_t<V, DType::F16>(x, m, w, o_begin, o_end, y, ldy);
-    case DType::F8_E4M3: return linear_block_t<V, DType::F8_E4M3>(x, m, w, o_begin, o_end, y, ldy);
+    case DType::F32: return linear_block_t<V, DType::F32, float>(x, m, w, o_begin, o_end, y, ldy);
+    case DType::BF16: return linear_block_t<V, DType::BF16, float>(x, m, w, o_begin, o_end, y, ldy);
+    case DType::F16: return linear_block_t<V, DType::F16, float>(x, m, w, o_begin, o_end, y, ldy);
+    case DType::F8_E4M3: return linear_block_t<V, DType::F8_E4M3, float>(x, m, w, o_begin, o_end, y, ldy);
   }
 }
 
@@ -269,11 +296,31 @@ template <class V>
 void swiglu_block(const float* const* x, int64_t m, const LinearWeight& gate, const LinearWeight& up,
                   int64_t o_begin, int64_t o_end, float* y, int64_t ldy) {
   switch (gate.dtype) {
-    case DType::F32: return swiglu_block_t<V, DType::F32>(x, m, gate, up, o_begin, o_end, y, ldy);
-    case DType::BF16: return swiglu_block_t<V, DType::BF16>(x, m, gate, up, o_begin, o_end, y, ldy);
-    case DType::F16: return swiglu_block_t<V, DType::F16>(x, m, gate, up, o_begin, o_end, y, ldy);
-    case DType::F8_E4M3: return swiglu_block_t<V, DType::F8_E4M3>(x, m, gate, up, o_begin, o_end, y, ldy);
+    case DType::F32: return swiglu_block_t<V, DType::F32, float>(x, m, gate, up, o_begin, o_end, y, ldy);
+    case DType::BF16: return swiglu_block_t<V, DType::BF16, float>(x, m, gate, up, o_begin, o_end, y, ldy);
+    case DType::F16: return swiglu_block_t<V, DType::F16, float>(x, m, gate, up, o_begin, o_end, y, ldy);
+    case DType::F8_E4M3: return swiglu_block_t<V, DType::F8_E4M3, float>(x, m, gate, up, o_begin, o_end, y, ldy);
   }
+}
+
+// bf16 activations against bf16 weights (the drivers check the weight dtype).
+template <class V>
+void linear_block_bf16x(const uint16_t* const* x, int64_t m, const LinearWeight& w, int64_t o_begin, int64_t o_end,
+                        float* y, int64_t ldy) {
+  linear_block_t<V, DType::BF16, uint16_t>(x, m, w, o_begin, o_end, y, ldy);
+}
+
+template <class V>
+void swiglu_block_bf16x(const uint16_t* const* x, int64_t m, const LinearWeight& gate, const LinearWeight& up,
+                        int64_t o_begin, int64_t o_end, float* y, int64_t ldy) {
+  swiglu_block_t<V, DType::BF16, uint16_t>(x, m, gate, up, o_begin, o_end, y, ldy);
+}
+
+// y[i] = x[i] rounded to bf16 (nearest even), i < n.
+template <class V>
+void round_to_bf16(const float* x, uint16_t* y, int64_t n) {
+  if constexpr (requires { V::kBf16Dot; }) return V::round_to_bf16(x, y, n);
+  for (int64_t i = 0; i < n; ++i) y[i] = f32_to_bf16(x[i]);
 }
 
 template <class V>

@@ -16,13 +16,19 @@ bool has_f16c() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
 }
+
+// CPUID leaf 7, sub-leaf 1, EAX bit 5 (compilers' __builtin_cpu_supports names differ).
+bool has_avx512_bf16() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5)) != 0;
+}
 #endif
 
 Isa detect() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
-    return Isa::kAvx512;
+    return has_avx512_bf16() ? Isa::kAvx512Bf16 : Isa::kAvx512;
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
     return Isa::kAvx2;
 #endif
@@ -33,7 +39,10 @@ Isa initial() {
   Isa isa = best_supported_isa();
   if (const char* env = std::getenv("DEEPINFER_CPU_ISA")) {
     const std::string v = env;
-    const Isa want = v == "portable" ? Isa::kPortable : v == "avx2" ? Isa::kAvx2 : Isa::kAvx512;
+    const Isa want = v == "portable" ? Isa::kPortable
+                     : v == "avx2"   ? Isa::kAvx2
+                     : v == "avx512" ? Isa::kAvx512
+                                     : Isa::kAvx512Bf16;
     if (int(want) < int(isa)) isa = want;
   }
   return isa;
@@ -48,6 +57,7 @@ std::atomic<Isa>& active() {
 
 std::string_view isa_name(Isa isa) {
   switch (isa) {
+    case Isa::kAvx512Bf16: return "avx512bf16";
     case Isa::kAvx512: return "avx512";
     case Isa::kAvx2: return "avx2";
     default: return "portable";

@@ -1,5 +1,5 @@
 // Runtime choice of the CPU instruction set the kernels use. The best set the CPU supports is
-// chosen once; DEEPINFER_CPU_ISA=portable|avx2|avx512 lowers it (never raises it). Tests and
+// chosen once; DEEPINFER_CPU_ISA=portable|avx2|avx512|avx512bf16 lowers it (never raises it). Tests and
 // benchmarks may switch it with set_active_isa() while no kernel runs. Results are bitwise
 // reproducible for a given ISA; different ISAs may differ in the last bits.
 #pragma once
@@ -8,7 +8,9 @@
 
 namespace deepinfer::cpu {
 
-enum class Isa { kPortable, kAvx2, kAvx512 };
+// Ordered: each level runs on every CPU that runs the next. kAvx512Bf16 differs from kAvx512
+// only for bf16 activations (LinearWeight::act_dtype), which it multiplies with VDPBF16PS.
+enum class Isa { kPortable, kAvx2, kAvx512, kAvx512Bf16 };
 
 std::string_view isa_name(Isa isa);
 Isa best_supported_isa();  // what this CPU can run

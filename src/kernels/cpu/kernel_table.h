@@ -34,6 +34,14 @@ struct KernelTable {
   // c in [c_begin, c_end); c_begin a multiple of 64.
   void (*outer_block)(const float* const* x_rows, int64_t m, int64_t n_d, const LinearWeight& w, int64_t row0,
                       int64_t c_begin, int64_t c_end, float* y, int64_t ldy);
+  // As linear_block / swiglu_block with bf16 activation rows (see round_to_bf16), against bf16
+  // weights only.
+  void (*linear_block_bf16x)(const uint16_t* const* x_rows, int64_t m, const LinearWeight& w, int64_t o_begin,
+                             int64_t o_end, float* y, int64_t ldy);
+  void (*swiglu_block_bf16x)(const uint16_t* const* x_rows, int64_t m, const LinearWeight& gate,
+                             const LinearWeight& up, int64_t o_begin, int64_t o_end, float* y, int64_t ldy);
+  // y[i] = x[i] rounded to bf16 (nearest even), i < n.
+  void (*round_to_bf16)(const float* x, uint16_t* y, int64_t n);
   // Attention of batch row `row` (of sequence s) for heads [h0, h1) (see MlaAttentionParams).
   void (*mla_attend_row)(const MlaAttentionParams& p, const BatchSequence& s, int64_t row, int h0, int h1,
                          AttendScratch& scratch);
@@ -42,9 +50,11 @@ struct KernelTable {
 extern const KernelTable kPortableKernels;
 extern const KernelTable kAvx2Kernels;
 extern const KernelTable kAvx512Kernels;
+extern const KernelTable kAvx512Bf16Kernels;
 
 inline const KernelTable& kernels() {
   switch (active_isa()) {
+    case Isa::kAvx512Bf16: return kAvx512Bf16Kernels;
     case Isa::kAvx512: return kAvx512Kernels;
     case Isa::kAvx2: return kAvx2Kernels;
     default: return kPortableKernels;

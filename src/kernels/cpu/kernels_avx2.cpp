@@ -7,6 +7,9 @@
 
 namespace deepinfer::cpu {
 
-const KernelTable kAvx2Kernels = {&linear_block<Avx2>, &swiglu_block<Avx2>, &outer_block<Avx2>, &mla_attend_row<Avx2>};
+const KernelTable kAvx2Kernels = {
+    &linear_block<Avx2>,       &swiglu_block<Avx2>,       &outer_block<Avx2>,
+    &linear_block_bf16x<Avx2>, &swiglu_block_bf16x<Avx2>, &round_to_bf16<Avx2>,
+    &mla_attend_row<Avx2>};
 
 }  // namespace deepinfer::cpu

@@ -7,6 +7,9 @@
 
 namespace deepinfer::cpu {
 
-const KernelTable kAvx512Kernels = {&linear_block<Avx512>, &swiglu_block<Avx512>, &outer_block<Avx512>, &mla_attend_row<Avx512>};
+const KernelTable kAvx512Kernels = {
+    &linear_block<Avx512>,       &swiglu_block<Avx512>,       &outer_block<Avx512>,
+    &linear_block_bf16x<Avx512>, &swiglu_block_bf16x<Avx512>, &round_to_bf16<Avx512>,
+    &mla_attend_row<Avx512>};
 
 }  // namespace deepinfer::cpu

@@ -7,6 +7,9 @@
 
 namespace deepinfer::cpu {
 
-const KernelTable kPortableKernels = {&linear_block<Portable>, &swiglu_block<Portable>, &outer_block<Portable>, &mla_attend_row<Portable>};
+const KernelTable kPortableKernels = {
+    &linear_block<Portable>,       &swiglu_block<Portable>,       &outer_block<Portable>,
+    &linear_block_bf16x<Portable>, &swiglu_block_bf16x<Portable>, &round_to_bf16<Portable>,
+    &mla_attend_row<Portable>};
 
 }  // namespace deepinfer::cpu

@@ -2,12 +2,15 @@
 // parallel region runs gate+up+SiLU for every (expert, column block), the down projections,
 // and the per-row weighted sum in increasing expert id. The shared experts are one more group
 // holding every row. Scratch buffers live per calling thread and are reused across calls.
+// Weights with act_dtype BF16 get the inputs (x for gate/up, the SwiGLU output for down)
+// rounded to bf16 once per call, before the phase that reads them.
 #include "kernels/cpu/moe.h"
 
 #include <algorithm>
 #include <vector>
 
 #include "core/check.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/work_split.h"
 
@@ -31,6 +34,10 @@ struct MoeScratch {
   std::vector<const float*> act_rows;
   std::vector<float> act;            // [n_assign, ld_act]
   std::vector<float> out;            // [n_assign, hidden]
+  Bf16Rows x_bf16;                   // [m, hidden], when an expert's gate/up wants bf16 inputs
+  std::vector<const uint16_t*> x_rows_bf16;    // [n_assign]
+  std::vector<uint16_t> act_bf16;              // [n_assign, ld_act], when a down projection does
+  std::vector<const uint16_t*> act_rows_bf16;  // [n_assign]
   std::vector<Group> groups;
   std::vector<Task> up_tasks, down_tasks;
 };
@@ -58,7 +65,10 @@ void moe(const MoeParams& p) {
   const int64_t n_assign = m * k + (p.shared ? m : 0);
 
   DI_CHECK(k <= 64);
+  // One activation precision per projection kind across the routed and shared experts.
+  const bool up_bf16 = g0.act_dtype == DType::BF16, down_bf16 = p.experts[0].down->act_dtype == DType::BF16;
   MoeScratch& s = moe_scratch();
+  const uint16_t* const* xb = up_bf16 ? bf16_rows(strided_rows(p.x, p.ldx, m), m, d, s.x_bf16) : nullptr;
   s.count.assign(size_t(p.n_experts) + 1, 0);
   for (int64_t i = 0; i < m * k; ++i) {
     DI_CHECK(p.expert_ids[i] >= 0 && p.expert_ids[i] < p.n_experts);
@@ -67,6 +77,7 @@ void moe(const MoeParams& p) {
   for (int e = 0; e < p.n_experts; ++e) s.count[size_t(e) + 1] += s.count[size_t(e)];
   s.slot.resize(size_t(m * k));
   s.x_rows.resize(size_t(n_assign));
+  s.x_rows_bf16.resize(up_bf16 ? size_t(n_assign) : 0);
   s.act_rows.resize(size_t(n_assign));
   s.act.resize(size_t(n_assign * ld_act));
   s.out.resize(size_t(n_assign * d));
@@ -77,13 +88,22 @@ void moe(const MoeParams& p) {
         const int64_t at = next[size_t(p.expert_ids[r * k + j])]++;
         s.slot[size_t(r * k + j)] = at;
         s.x_rows[size_t(at)] = p.x + r * p.ldx;
+        if (xb) s.x_rows_bf16[size_t(at)] = xb[r];
       }
     for (int e = p.n_experts; e > 0; --e) next[size_t(e)] = next[size_t(e) - 1];
     next[0] = 0;
   }
   if (p.shared)
-    for (int64_t r = 0; r < m; ++r) s.x_rows[size_t(m * k + r)] = p.x + r * p.ldx;
+    for (int64_t r = 0; r < m; ++r) {
+      s.x_rows[size_t(m * k + r)] = p.x + r * p.ldx;
+      if (xb) s.x_rows_bf16[size_t(m * k + r)] = xb[r];
+    }
   for (int64_t i = 0; i < n_assign; ++i) s.act_rows[size_t(i)] = s.act.data() + i * ld_act;
+  if (down_bf16) {
+    s.act_bf16.resize(size_t(n_assign * ld_act));
+    s.act_rows_bf16.resize(size_t(n_assign));
+    for (int64_t i = 0; i < n_assign; ++i) s.act_rows_bf16[size_t(i)] = s.act_bf16.data() + i * ld_act;
+  }
 
   s.groups.clear();
   for (int e = 0; e < p.n_experts; ++e) {
@@ -97,6 +117,12 @@ void moe(const MoeParams& p) {
     const MlpWeightRefs& w = *s.groups[size_t(g)].mlp;
     DI_CHECK(w.gate->n_in == d && w.down->n_out == d && w.down->n_in == w.gate->n_out);
     DI_CHECK(w.up->dtype == w.gate->dtype && w.up->n_out == w.gate->n_out && w.up->n_in == d);
+    DI_CHECK_MSG(w.gate->act_dtype == g0.act_dtype && w.up->act_dtype == g0.act_dtype &&
+                     w.down->act_dtype == p.experts[0].down->act_dtype,
+                 "every expert's projections need the same activation dtype");
+    DI_CHECK_MSG((w.gate->act_dtype == DType::F32 || w.gate->dtype == DType::BF16) &&
+                     (w.down->act_dtype == DType::F32 || w.down->dtype == DType::BF16),
+                 "bf16 activations need bf16 weights");
     add_tasks(s.up_tasks, g, w.gate->n_out, column_block(w.gate->n_out, 2 * d * int64_t(dtype_size(w.gate->dtype))));
     add_tasks(s.down_tasks, g, d, column_block(d, w.down->n_in * int64_t(dtype_size(w.down->dtype))));
   }
@@ -108,15 +134,21 @@ void moe(const MoeParams& p) {
     for (size_t t = 0; t < s.up_tasks.size(); ++t) {
       const Task& task = s.up_tasks[t];
       const Group& g = s.groups[size_t(task.g)];
-      kt.swiglu_block(s.x_rows.data() + g.begin, g.n, *g.mlp->gate, *g.mlp->up, task.o0, task.o1,
-                      s.act.data() + g.begin * ld_act + task.o0, ld_act);
+      float* y = s.act.data() + g.begin * ld_act + task.o0;
+      if (up_bf16) kt.swiglu_block_bf16x(s.x_rows_bf16.data() + g.begin, g.n, *g.mlp->gate, *g.mlp->up, task.o0, task.o1, y, ld_act);
+      else kt.swiglu_block(s.x_rows.data() + g.begin, g.n, *g.mlp->gate, *g.mlp->up, task.o0, task.o1, y, ld_act);
+    }
+    if (down_bf16) {
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < n_assign; ++i) kt.round_to_bf16(s.act_rows[size_t(i)], s.act_bf16.data() + i * ld_act, ld_act);
     }
 #pragma omp for schedule(dynamic, 1)
     for (size_t t = 0; t < s.down_tasks.size(); ++t) {
       const Task& task = s.down_tasks[t];
       const Group& g = s.groups[size_t(task.g)];
-      kt.linear_block(s.act_rows.data() + g.begin, g.n, *g.mlp->down, task.o0, task.o1,
-                      s.out.data() + g.begin * d + task.o0, d);
+      float* y = s.out.data() + g.begin * d + task.o0;
+      if (down_bf16) kt.linear_block_bf16x(s.act_rows_bf16.data() + g.begin, g.n, *g.mlp->down, task.o0, task.o1, y, d);
+      else kt.linear_block(s.act_rows.data() + g.begin, g.n, *g.mlp->down, task.o0, task.o1, y, d);
     }
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < m; ++r) {

@@ -44,15 +44,20 @@ T* sized(std::vector<T>& v, size_t n) {
 
 }  // namespace
 
-Result<std::unique_ptr<DeepseekModel>> DeepseekModel::Load(const std::string& model_dir, Backend& backend) {
+Result<std::unique_ptr<DeepseekModel>> DeepseekModel::Load(const std::string& model_dir, const ModelOptions& options,
+                                                           Backend& backend) {
   DI_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::Load(model_dir));
   DI_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(model_dir));
   DI_ASSIGN_OR_RETURN(auto weights, DeepseekWeights::Bind(ckpt, config, model_dir));
+  if (options.activation_dtype != DType::F32 && options.activation_dtype != DType::BF16)
+    return Status::Error("activation dtype must be f32 or bf16");
+  if (options.activation_dtype == DType::BF16) weights->use_bf16_activations();
   return std::unique_ptr<DeepseekModel>(
-      new DeepseekModel(std::move(config), std::move(ckpt), std::move(weights), backend));
+      new DeepseekModel(std::move(config), std::move(ckpt), std::move(weights), options, backend));
 }
 
-DeepseekModel::DeepseekModel(ModelConfig c, Checkpoint ckpt, std::unique_ptr<DeepseekWeights> w, Backend& backend)
+DeepseekModel::DeepseekModel(ModelConfig c, Checkpoint ckpt, std::unique_ptr<DeepseekWeights> w,
+                             const ModelOptions& options, Backend& backend)
     : config_(std::move(c)), ckpt_(std::move(ckpt)), weights_(std::move(w)), backend_(backend),
       rope_(make_yarn_rope(config_)) {
   info_.architecture = config_.architecture;
@@ -65,6 +70,7 @@ DeepseekModel::DeepseekModel(ModelConfig c, Checkpoint ckpt, std::unique_ptr<Dee
   info_.bos_token_id = config_.bos_token_id;
   info_.n_params = weights_->n_params;
   info_.n_weight_bytes = weights_->n_bytes;
+  info_.activation_dtype = options.activation_dtype;
   prefault(weights_->embed);
   prefault(weights_->lm_head);
   for (const LayerWeights& l : weights_->layers) {

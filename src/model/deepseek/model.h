@@ -18,7 +18,8 @@ namespace deepinfer {
 
 class DeepseekModel final : public CausalLM {
  public:
-  static Result<std::unique_ptr<DeepseekModel>> Load(const std::string& model_dir, Backend& backend);
+  static Result<std::unique_ptr<DeepseekModel>> Load(const std::string& model_dir, const ModelOptions& options,
+                                                      Backend& backend);
 
   const CausalLMInfo& info() const override { return info_; }
   void forward(const ForwardBatch& batch, const KvCacheView& kv, float* logits) override;
@@ -27,7 +28,8 @@ class DeepseekModel final : public CausalLM {
   const DeepseekWeights& weights() const { return *weights_; }
 
  private:
-  DeepseekModel(ModelConfig c, Checkpoint ckpt, std::unique_ptr<DeepseekWeights> w, Backend& backend);
+  DeepseekModel(ModelConfig c, Checkpoint ckpt, std::unique_ptr<DeepseekWeights> w, const ModelOptions& options,
+                Backend& backend);
 
   // Each stage reads and writes the scratch buffers below; n = batch rows.
   void attention(int layer, const ForwardBatch& batch, const KvCacheView& kv, const float* h, float* out);

@@ -157,4 +157,35 @@ Result<std::unique_ptr<DeepseekWeights>> DeepseekWeights::Bind(const Checkpoint&
   return w;
 }
 
+void DeepseekWeights::use_bf16_activations() {
+  auto set = [](LinearWeight& w) {
+    if (w.data && w.dtype == DType::BF16) w.act_dtype = DType::BF16;
+  };
+  // An MLP, or all of a layer's experts, switch together (the kernels take one setting per
+  // call), and only when every one of their weights is bf16.
+  auto all_bf16 = [](const MlpWeights& m) {
+    return m.gate.dtype == DType::BF16 && m.up.dtype == DType::BF16 && m.down.dtype == DType::BF16;
+  };
+  auto set_mlp = [&](MlpWeights& m) {
+    set(m.gate);
+    set(m.up);
+    set(m.down);
+  };
+  for (LayerWeights& L : layers) {
+    MlaWeights& a = L.attn;
+    for (LinearWeight* w : {&a.q_proj, &a.q_a_proj, &a.q_b_proj, &a.kv_a_proj, &a.o_proj}) set(*w);
+    if (!L.is_moe) {
+      if (all_bf16(L.mlp)) set_mlp(L.mlp);
+      continue;
+    }
+    MoeWeights& m = L.moe;
+    bool all = !m.has_shared || all_bf16(m.shared);
+    for (const MlpWeights& e : m.experts) all = all && all_bf16(e);
+    if (!all) continue;
+    for (MlpWeights& e : m.experts) set_mlp(e);
+    if (m.has_shared) set_mlp(m.shared);
+  }
+  set(lm_head);
+}
+
 }  // namespace deepinfer

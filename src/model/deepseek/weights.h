@@ -60,6 +60,11 @@ struct DeepseekWeights {
   static Result<std::unique_ptr<DeepseekWeights>> Bind(const Checkpoint& ckpt, const ModelConfig& c,
                                                        const std::string& model_dir);
 
+  // Sets act_dtype BF16 on every bf16 linear weight that the model multiplies through linear,
+  // swiglu or moe (ModelOptions::activation_dtype): all but the embedding, the routers and
+  // kv_b_proj (absorbed into attention).
+  void use_bf16_activations();
+
  private:
   std::deque<std::vector<uint8_t>> realigned_;  // copies of tensors stored at unaligned offsets
   friend class WeightBinder;
