@@ -14,6 +14,7 @@
 
 #include "chat/chat_template.h"
 #include "cli/commands.h"
+#include "cli/json_lines.h"
 #include "tokenizer/tokenizer.h"
 
 namespace deepinfer::cli {
@@ -51,19 +52,7 @@ int run_chat_template(const std::string& model_dir) {
     std::cerr << "error: " << tokenizer.status().message() << '\n';
     return 2;
   }
-  std::ios::sync_with_stdio(false);
-  bool failed = false;
-  std::string line;
-  while (std::getline(std::cin, line)) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    Result<ojson> out = render_line(*tmpl, *tokenizer, line);
-    if (!out.ok()) {
-      failed = true;
-      out = ojson{{"error", out.status().message()}};
-    }
-    std::cout << out->dump(-1, ' ', false, ojson::error_handler_t::replace) << '\n' << std::flush;
-  }
-  return failed ? 1 : 0;
+  return map_json_lines<ojson>([&](const std::string& line) { return render_line(*tmpl, *tokenizer, line); });
 }
 
 void add_chat_template_command(CLI::App& app, Runner& run) {

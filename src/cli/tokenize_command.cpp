@@ -17,6 +17,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/json_lines.h"
 #include "tokenizer/tokenizer.h"
 
 namespace deepinfer::cli {
@@ -42,15 +43,7 @@ double process_cpu_seconds() {
   return double(t.tv_sec) + double(t.tv_nsec) * 1e-9;
 }
 
-void write_line(const json& value) {
-  std::cout << value.dump(-1, ' ', false, json::error_handler_t::replace) << '\n' << std::flush;
-}
-
-bool blank(const std::string& line) {
-  return line.find_first_not_of(" \t\r") == std::string::npos;
-}
-
-// Reads stdin line by line; `handle` turns a parsed line into the output object or an error.
+// Loads the tokenizer, then maps stdin's JSON lines through `handle(tokenizer, input)`.
 template <typename Handle>
 int for_each_line(const std::string& model_dir, Handle handle) {
   auto tokenizer = Tokenizer::Load(model_dir);
@@ -58,22 +51,11 @@ int for_each_line(const std::string& model_dir, Handle handle) {
     std::cerr << "error: " << tokenizer.status().message() << '\n';
     return 2;
   }
-  std::ios::sync_with_stdio(false);
-  bool failed = false;
-  std::string line;
-  while (std::getline(std::cin, line)) {
-    if (blank(line)) continue;
+  return map_json_lines<json>([&](const std::string& line) -> Result<json> {
     const json input = json::parse(line, nullptr, false);
-    Result<json> output = input.is_discarded() ? Result<json>(Status::Error("input line is not valid JSON"))
-                                               : handle(*tokenizer, input);
-    if (output.ok()) {
-      write_line(*output);
-    } else {
-      failed = true;
-      write_line(json{{"error", output.status().message()}});
-    }
-  }
-  return failed ? 1 : 0;
+    if (input.is_discarded()) return Status::Error("input line is not valid JSON");
+    return handle(*tokenizer, input);
+  });
 }
 
 Result<json> tokenize_line(const Tokenizer& tokenizer, const json& input, bool add_special_tokens,
