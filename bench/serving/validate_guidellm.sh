@@ -4,7 +4,10 @@
 # (compare_guidellm.py; fails above 10 %). Results go to bench/out/guidellm/ (ignored by git).
 #
 # Server: the stub (default), or any OpenAI-compatible server given as TARGET=http://HOST:PORT
-# with MODEL=NAME. guidellm is heavy (torch, transformers); it is not in requirements.txt:
+# with MODEL=NAME; on a machine whose cores the server needs, run the server and this script on
+# separate cores (taskset) so guidellm's Python client does not slow the server it measures, and
+# start the server with --no-prefix-caching (both tools' prompts are seeded and repeat across runs).
+# guidellm is heavy (torch, transformers); it is not in requirements.txt:
 #   python3 -m venv /tmp/glvenv && /tmp/glvenv/bin/pip install guidellm==0.8.1
 #   GUIDELLM=/tmp/glvenv/bin/guidellm bash bench/serving/validate_guidellm.sh
 set -euo pipefail
