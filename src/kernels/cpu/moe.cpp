@@ -140,7 +140,8 @@ void moe(const MoeParams& p) {
     }
     if (down_bf16) {
 #pragma omp for schedule(static)
-      for (int64_t i = 0; i < n_assign; ++i) kt.round_to_bf16(s.act_rows[size_t(i)], s.act_bf16.data() + i * ld_act, ld_act);
+      for (int64_t i = 0; i < n_assign; ++i)  // routed assignments first, then the shared rows
+        kt.round_to_bf16(s.act_rows[size_t(i)], s.act_bf16.data() + i * ld_act, i < m * k ? inter : inter_shared);
     }
 #pragma omp for schedule(dynamic, 1)
     for (size_t t = 0; t < s.down_tasks.size(); ++t) {
