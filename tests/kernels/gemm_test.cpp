@@ -63,17 +63,21 @@ TEST_P(Gemm, LinearMatchesReferenceAndIsBatchInvariant) {
   }
 }
 
-TEST_P(Gemm, SwigluMatchesReferenceAndIsBatchInvariant) {
-  IsaScope scope(isa());
+// SwiGLU against the double reference (inputs rounded to bf16 first when act is BF16), then
+// per-row batch invariance.
+void expect_swiglu_matches_reference(DType w_dtype, DType act) {
   const int64_t inter = 45, n_in = 272, m = 13;
-  TestWeight gate(dtype(), inter, n_in, 3), up(dtype(), inter, n_in, 4);
+  TestWeight gate(w_dtype, inter, n_in, 3), up(w_dtype, inter, n_in, 4);
+  gate.w.act_dtype = up.w.act_dtype = act;
   const std::vector<float> x = random_floats(size_t(m * n_in), 5);
   std::vector<float> y(size_t(m * inter));
   cpu::swiglu({x.data(), n_in, m, &gate.w, &up.w, y.data(), inter});
-  for (int64_t o = 0; o < inter; ++o) {
-    const std::vector<float> gr = weight_row(gate.w, o), ur = weight_row(up.w, o);
-    for (int64_t r = 0; r < m; ++r) {
-      const double g = ref_dot(x.data() + r * n_in, gr), u = ref_dot(x.data() + r * n_in, ur);
+  for (int64_t r = 0; r < m; ++r) {
+    const float* xr = x.data() + r * n_in;
+    const std::vector<float> rounded = bf16_rounded(xr, size_t(n_in));
+    if (act == DType::BF16) xr = rounded.data();
+    for (int64_t o = 0; o < inter; ++o) {
+      const double g = ref_dot(xr, weight_row(gate.w, o)), u = ref_dot(xr, weight_row(up.w, o));
       const double want = g / (1.0 + std::exp(-g)) * u;
       ASSERT_TRUE(near(y[size_t(r * inter + o)], want, std::fabs(want), 1e-4)) << y[size_t(r * inter + o)] << " vs " << want;
     }
@@ -81,6 +85,11 @@ TEST_P(Gemm, SwigluMatchesReferenceAndIsBatchInvariant) {
   expect_rows_invariant(m, inter, [&](int64_t r0, int64_t mm, float* out) {
     cpu::swiglu({x.data() + r0 * n_in, n_in, mm, &gate.w, &up.w, out, inter});
   });
+}
+
+TEST_P(Gemm, SwigluMatchesReferenceAndIsBatchInvariant) {
+  IsaScope scope(isa());
+  expect_swiglu_matches_reference(dtype(), DType::F32);
 }
 
 TEST_P(Gemm, MlaAbsorbAndProjectMatchReferenceAndAreBatchInvariant) {
@@ -159,23 +168,7 @@ TEST_P(GemmBf16Activations, LinearMatchesRoundedReferenceAndIsBatchInvariant) {
 
 TEST_P(GemmBf16Activations, SwigluMatchesRoundedReferenceAndIsBatchInvariant) {
   IsaScope scope(GetParam());
-  const int64_t inter = 45, n_in = 272, m = 13;
-  TestWeight gate(DType::BF16, inter, n_in, 3), up(DType::BF16, inter, n_in, 4);
-  gate.w.act_dtype = up.w.act_dtype = DType::BF16;
-  const std::vector<float> x = random_floats(size_t(m * n_in), 5);
-  std::vector<float> y(size_t(m * inter));
-  cpu::swiglu({x.data(), n_in, m, &gate.w, &up.w, y.data(), inter});
-  for (int64_t r = 0; r < m; ++r) {
-    const std::vector<float> xr = bf16_rounded(x.data() + r * n_in, size_t(n_in));
-    for (int64_t o = 0; o < inter; ++o) {
-      const double g = ref_dot(xr.data(), weight_row(gate.w, o)), u = ref_dot(xr.data(), weight_row(up.w, o));
-      const double want = g / (1.0 + std::exp(-g)) * u;
-      ASSERT_TRUE(near(y[size_t(r * inter + o)], want, std::fabs(want), 1e-4)) << y[size_t(r * inter + o)] << " vs " << want;
-    }
-  }
-  expect_rows_invariant(m, inter, [&](int64_t r0, int64_t mm, float* out) {
-    cpu::swiglu({x.data() + r0 * n_in, n_in, mm, &gate.w, &up.w, out, inter});
-  });
+  expect_swiglu_matches_reference(DType::BF16, DType::BF16);
 }
 
 // The rounding is real: the same weights with f32 inputs give different outputs.
