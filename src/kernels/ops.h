@@ -115,6 +115,9 @@ struct MlaAttentionParams {
   const uint8_t* cache = nullptr;   // one layer: [num_blocks, block_size, layout.bytes_per_token()]
   MlaCacheLayout layout;
   int block_size = 0;
+  // F32, or BF16 (bf16 cache only): each head's [q_latent | q_pe] is rounded to bf16 and the
+  // scores are bf16 dot products with the cached keys as stored (the values stay f32).
+  DType score_dtype = DType::F32;
 };
 
 // y[r, i] = silu(gate_up[r, i]) * gate_up[r, n + i], for i < n.

@@ -34,7 +34,8 @@ struct CausalLMInfo {
 struct ModelOptions {
   // F32 (default): every product in f32. BF16 (opt-in): the inputs of the linear layers with bf16
   // weights (projections, MLPs, experts, lm_head; not the MoE router, not the absorbed kv_b_proj)
-  // are rounded to bf16, which AVX-512 BF16 CPUs multiply at twice the f32 rate. Accuracy
+  // are rounded to bf16, which AVX-512 BF16 CPUs multiply at twice the f32 rate; with a bf16 KV
+  // cache the attention scores are bf16 dot products too (queries rounded). Accuracy
   // against f32 is measured in bench/RESULTS.md; bitwise batch invariance holds either way.
   DType activation_dtype = DType::F32;
 };

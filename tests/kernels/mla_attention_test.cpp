@@ -1,6 +1,7 @@
 // MLA attention over the paged latent cache: against a scalar softmax reference for every cache
 // dtype and ISA, and bitwise per-row invariance (a row alone on one thread equals the same row
-// in a mixed decode + prefill batch on many threads).
+// in a mixed decode + prefill batch on many threads); also with bf16 scores over a bf16 cache,
+// against the reference on bf16-rounded queries.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -78,13 +79,16 @@ struct CacheFixture {
   }
 };
 
-class MlaAttention : public ::testing::TestWithParam<std::tuple<cpu::Isa, DType>> {};
+// (cache dtype, score dtype)
+using Dtypes = std::pair<DType, DType>;
+class MlaAttention : public ::testing::TestWithParam<std::tuple<cpu::Isa, Dtypes>> {};
 
 TEST_P(MlaAttention, MatchesReferenceAndIsBatchInvariant) {
   const cpu::Isa isa = std::get<0>(GetParam());
   if (int(isa) > int(cpu::best_supported_isa())) GTEST_SKIP() << "ISA not on this CPU";
   IsaScope scope(isa);
-  const CacheFixture st(std::get<1>(GetParam()));
+  const auto [cache_dtype, score_dtype] = std::get<1>(GetParam());
+  const CacheFixture st(cache_dtype);
   const std::vector<size_t> all = {0, 1, 2, 3};
   const ForwardBatch b = st.batch(all);
   const int64_t n = int64_t(b.n_rows());
@@ -104,6 +108,7 @@ TEST_P(MlaAttention, MatchesReferenceAndIsBatchInvariant) {
     p.cache = st.cache.data();
     p.layout = st.layout;
     p.block_size = kBlock;
+    p.score_dtype = score_dtype;
     return p;
   };
 
@@ -122,6 +127,11 @@ TEST_P(MlaAttention, MatchesReferenceAndIsBatchInvariant) {
       for (int h = 0; h < kHeads; ++h) {
         const float* ql = q_lat.data() + (row * kHeads + h) * kC;
         const float* qp = q_pe.data() + (row * kHeads + h) * kRope;
+        const std::vector<float> ql_bf16 = bf16_rounded(ql, kC), qp_bf16 = bf16_rounded(qp, kRope);
+        if (score_dtype == DType::BF16) {
+          ql = ql_bf16.data();
+          qp = qp_bf16.data();
+        }
         std::vector<double> sc(static_cast<size_t>(n_keys));
         double mx = -1e300;
         for (int32_t t = 0; t < n_keys; ++t) {
@@ -165,10 +175,15 @@ TEST_P(MlaAttention, MatchesReferenceAndIsBatchInvariant) {
 
 INSTANTIATE_TEST_SUITE_P(IsasAndCacheDtypes, MlaAttention,
                          ::testing::Combine(::testing::ValuesIn(kAllIsas),
-                                            ::testing::Values(DType::F32, DType::BF16, DType::F8_E4M3)),
+                                            ::testing::Values(Dtypes{DType::F32, DType::F32},
+                                                              Dtypes{DType::BF16, DType::F32},
+                                                              Dtypes{DType::F8_E4M3, DType::F32},
+                                                              Dtypes{DType::BF16, DType::BF16})),
                          [](const auto& info) {
+                           const Dtypes t = std::get<1>(info.param);
                            return std::string(cpu::isa_name(std::get<0>(info.param))) + "_" +
-                                  std::string(dtype_name(std::get<1>(info.param)));
+                                  std::string(dtype_name(t.first)) +
+                                  (t.second == DType::BF16 ? "_bf16_scores" : "");
                          });
 
 }  // namespace

@@ -17,6 +17,7 @@ struct AttendScratch {
   std::vector<float> keys;    // [kAttendKeyBlock, kv_lora_rank + qk_rope_head_dim], f32
   std::vector<float> scores;  // [heads, kAttendKeyBlock]
   std::vector<float> run_max, run_sum;  // [heads]
+  std::vector<uint16_t> q_bf16;         // [heads, kv_lora_rank + qk_rope_head_dim], bf16 scores only
 };
 
 // Keys are processed in blocks at fixed absolute positions [i * kAttendKeyBlock, ...), with an

@@ -1,6 +1,7 @@
 // The kernel table for AVX-512 with BF16 (compiled with its own target flags; see
 // src/kernels/CMakeLists.txt). Only entered when the CPU supports it (isa.h). The f32-activation
-// kernels are the AVX-512 ones; bf16 activations use VDPBF16PS (simd_avx512_bf16.h).
+// GEMM kernels are the AVX-512 ones; bf16 activations and bf16 attention scores use VDPBF16PS
+// (simd_avx512_bf16.h).
 #include "kernels/cpu/simd_avx512_bf16.h"
 #include "kernels/cpu/gemm_kernels.h"
 #include "kernels/cpu/kernel_table.h"
@@ -11,6 +12,6 @@ namespace deepinfer::cpu {
 const KernelTable kAvx512Bf16Kernels = {
     kAvx512Kernels.linear_block,    kAvx512Kernels.swiglu_block,    kAvx512Kernels.outer_block,
     &linear_block_bf16x<Avx512Bf16>, &swiglu_block_bf16x<Avx512Bf16>, &round_to_bf16<Avx512Bf16>,
-    kAvx512Kernels.mla_attend_row};
+    &mla_attend_row<Avx512Bf16>};
 
 }  // namespace deepinfer::cpu

@@ -5,6 +5,8 @@
 // once and shared by all of the task's heads. Per head: scores of the block, an online-softmax
 // update (running max and sum), and out = out * alpha + sum_t p[t] * latent[t]. The order of
 // every reduction depends only on the row's own position, never on the batch or head grouping.
+// With score_dtype BF16 (bf16 cache), the scores multiply the row's bf16-rounded queries with
+// the cached bf16 keys as stored: VDPBF16PS where V has it, else both widened to f32.
 #pragma once
 
 #include <algorithm>
@@ -12,6 +14,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/dtype.h"
+#include "kernels/cpu/gemm_kernels.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/ops.h"
 
@@ -44,15 +48,19 @@ void widen_bf16(const uint16_t* src, int n, float* dst) {
   if (i < n) V::store_n(dst + i, V::from_bf16_n(src + i, n - i), n - i);
 }
 
+// The cache entry of position pos: [latent | k_pe] in the layout's dtype.
+inline const uint8_t* cache_entry(const MlaAttentionParams& p, const BatchSequence& s, int32_t pos) {
+  return p.cache +
+         (size_t(s.block_table[pos / p.block_size]) * size_t(p.block_size) + size_t(pos % p.block_size)) *
+             p.layout.bytes_per_token();
+}
+
 // keys[t] = [latent | k_pe] of positions [t0, t0 + n_t) as f32.
 template <class V>
 void load_key_block(const MlaAttentionParams& p, const BatchSequence& s, int32_t t0, int n_t, float* keys) {
   const int c = p.layout.kv_lora_rank, rd = p.layout.qk_rope_head_dim, dk = c + rd;
-  const size_t bpt = p.layout.bytes_per_token();
   for (int t = 0; t < n_t; ++t) {
-    const int32_t pos = t0 + t;
-    const uint8_t* entry =
-        p.cache + (size_t(s.block_table[pos / p.block_size]) * size_t(p.block_size) + size_t(pos % p.block_size)) * bpt;
+    const uint8_t* entry = cache_entry(p, s, t0 + t);
     float* dst = keys + size_t(t) * dk;
     switch (p.layout.dtype) {
       case DType::F32:
@@ -101,6 +109,25 @@ inline void accumulate_dots(const float* const* a, const float* const* b, int n,
       const typename V::F av = V::load_n(a[i] + k, n - k);
 #pragma GCC unroll 4
       for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(av, bv[j], acc[i][j]);
+    }
+  }
+}
+
+// As accumulate_dots for bf16 inputs.
+template <class V, int MR, int NR>
+inline void accumulate_dots(const uint16_t* const* a, const uint16_t* const* b, int n, typename V::F (&acc)[MR][NR]) {
+  if constexpr (requires { V::kBf16Dot; }) {
+    V::template bf16_dot_accumulate<MR, NR>(a, b, n, acc);
+  } else {
+    int k = 0;
+    for (; k < n; k += V::kW) {
+      const int w = std::min(V::kW, n - k);
+      typename V::F bv[NR];
+      for (int j = 0; j < NR; ++j) bv[j] = w == V::kW ? V::from_bf16(b[j] + k) : V::from_bf16_n(b[j] + k, w);
+      for (int i = 0; i < MR; ++i) {
+        const typename V::F av = w == V::kW ? V::from_bf16(a[i] + k) : V::from_bf16_n(a[i] + k, w);
+        for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(av, bv[j], acc[i][j]);
+      }
     }
   }
 }
@@ -165,6 +192,14 @@ void mla_attend_row(const MlaAttentionParams& p, const BatchSequence& s, int64_t
   auto q_pe = [&](int h) { return p.q_pe + row * p.ld_q_pe_row + (h0 + h) * p.ld_q_pe_head; };
   auto out = [&](int h) { return p.out_latent + (row * p.n_heads + h0 + h) * c; };
   for (int h = 0; h < n_h; ++h) std::fill_n(out(h), c, 0.0f);
+  const bool bf16_scores = p.score_dtype == DType::BF16;
+  if (bf16_scores) {  // [q_latent | q_pe] of each head, rounded to bf16
+    ws.q_bf16.resize(size_t(n_h) * size_t(dk));
+    for (int h = 0; h < n_h; ++h) {
+      round_to_bf16<V>(q_lat(h), ws.q_bf16.data() + size_t(h) * dk, c);
+      round_to_bf16<V>(q_pe(h), ws.q_bf16.data() + size_t(h) * dk + c, rd);
+    }
+  }
 
   for (int32_t t0 = 0; t0 < n_keys; t0 += T) {
     const int n_t = std::min<int32_t>(T, n_keys - t0);
@@ -192,8 +227,17 @@ void mla_attend_row(const MlaAttentionParams& p, const BatchSequence& s, int64_t
         for (int i = 0; i < 4; ++i)
 #pragma GCC unroll 4
           for (int j = 0; j < 4; ++j) acc[i][j] = V::zero();
-        accumulate_dots<V, 4, 4>(ql, kl, c, acc);
-        accumulate_dots<V, 4, 4>(qp, kp, rd, acc);
+        if (bf16_scores) {  // one run over [latent | k_pe] as stored in the bf16 cache
+          const uint16_t* qb[4];
+          const uint16_t* kb[4];
+          for (int i = 0; i < 4; ++i) qb[i] = ws.q_bf16.data() + size_t(std::min(hb + i, n_h - 1)) * dk;
+          for (int j = 0; j < 4; ++j)
+            kb[j] = reinterpret_cast<const uint16_t*>(cache_entry(p, s, t0 + std::min(tb + j, n_t - 1)));
+          accumulate_dots<V, 4, 4>(qb, kb, dk, acc);
+        } else {
+          accumulate_dots<V, 4, 4>(ql, kl, c, acc);
+          accumulate_dots<V, 4, 4>(qp, kp, rd, acc);
+        }
         float sc[4][4];
 #pragma GCC unroll 4
         for (int i = 0; i < 4; ++i)

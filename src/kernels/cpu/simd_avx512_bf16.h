@@ -60,6 +60,36 @@ struct Avx512Bf16 : Avx512 {
       for (int j = 0; j < NR; ++j) out[i * NR + j] = hsum(acc[i][j]);
   }
 
+  // acc[i][j] += the lane-wise pair sums of a[i][0, n) . b[j][0, n), bf16 inputs (as in
+  // bf16_dot_tile, into the caller's accumulators).
+  template <int MR, int NR>
+  static void bf16_dot_accumulate(const uint16_t* const* a, const uint16_t* const* b, int n, __m512 (&acc)[MR][NR]) {
+    int k = 0;
+    for (; k + kPairs <= n; k += kPairs) {
+      __m512bh bv[NR];
+#pragma GCC unroll 4
+      for (int j = 0; j < NR; ++j) bv[j] = load_bh(b[j] + k);
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) {
+        const __m512bh av = load_bh(a[i] + k);
+#pragma GCC unroll 4
+        for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], av, bv[j]);
+      }
+    }
+    if (k < n) {
+      const __mmask32 mk = __mmask32((uint64_t(1) << (n - k)) - 1);
+      __m512bh bv[NR];
+#pragma GCC unroll 4
+      for (int j = 0; j < NR; ++j) bv[j] = load_bh_n(b[j] + k, mk);
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) {
+        const __m512bh av = load_bh_n(a[i] + k, mk);
+#pragma GCC unroll 4
+        for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], av, bv[j]);
+      }
+    }
+  }
+
   // y[i] = x[i] rounded to bf16, i < n.
   static void round_to_bf16(const float* x, uint16_t* y, int64_t n) {
     int64_t i = 0;

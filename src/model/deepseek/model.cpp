@@ -151,8 +151,11 @@ void DeepseekModel::attention(int layer, const ForwardBatch& b, const KvCacheVie
   float* q_latent = sized(s_.q_latent, size_t(n * H * lat));
   backend_.mla_absorb_query({q, H * qk, qk, n, &a.kv_b_proj, int(H), c.qk_nope_head_dim, c.v_head_dim, q_latent});
   float* o_latent = sized(s_.o_latent, size_t(n * H * lat));
+  // With bf16 activations and a bf16 cache, the scores are bf16 dot products too.
+  const DType score_dtype =
+      info_.activation_dtype == DType::BF16 && kv.layout.dtype == DType::BF16 ? DType::BF16 : DType::F32;
   backend_.mla_attention({q_latent, q + c.qk_nope_head_dim, H * qk, qk, o_latent, int(H), rope_.softmax_scale, &b,
-                          cache, kv.layout, kv.block_size});
+                          cache, kv.layout, kv.block_size, score_dtype});
   float* o = sized(s_.o, size_t(n * H * c.v_head_dim));
   backend_.mla_project_value({o_latent, n, &a.kv_b_proj, int(H), c.qk_nope_head_dim, c.v_head_dim, o});
   backend_.linear({o, H * c.v_head_dim, n, &a.o_proj, out, d});
