@@ -25,51 +25,30 @@ struct Avx512Bf16 : Avx512 {
   template <int MR, class Row>
   static void bf16_dot_tile(const uint16_t* const* x, const Row* w, int64_t k_len, float* out) {
     constexpr int NR = 4;
+    const uint16_t* wd[NR] = {w[0].data, w[1].data, w[2].data, w[3].data};
     __m512 acc[MR][NR];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
       for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
-    int64_t k = 0;
-    for (; k + kPairs <= k_len; k += kPairs) {
-      __m512bh wv[NR];
-#pragma GCC unroll 4
-      for (int j = 0; j < NR; ++j) wv[j] = load_bh(w[j].data + k);
-#pragma GCC unroll 16
-      for (int i = 0; i < MR; ++i) {
-        const __m512bh xv = load_bh(x[i] + k);
-#pragma GCC unroll 4
-        for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], xv, wv[j]);
-      }
-    }
-    if (k < k_len) {
-      const __mmask32 mk = __mmask32((uint64_t(1) << (k_len - k)) - 1);
-      __m512bh wv[NR];
-#pragma GCC unroll 4
-      for (int j = 0; j < NR; ++j) wv[j] = load_bh_n(w[j].data + k, mk);
-#pragma GCC unroll 16
-      for (int i = 0; i < MR; ++i) {
-        const __m512bh xv = load_bh_n(x[i] + k, mk);
-#pragma GCC unroll 4
-        for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], xv, wv[j]);
-      }
-    }
+    bf16_dot_accumulate<MR, NR>(x, wd, k_len, acc);
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
       for (int j = 0; j < NR; ++j) out[i * NR + j] = hsum(acc[i][j]);
   }
 
-  // acc[i][j] += the lane-wise pair sums of a[i][0, n) . b[j][0, n), bf16 inputs (as in
-  // bf16_dot_tile, into the caller's accumulators).
+  // acc[i][j] += the lane-wise pair sums of a[i][0, n) . b[j][0, n), bf16 inputs, in 32-element
+  // steps (a masked last step).
   template <int MR, int NR>
-  static void bf16_dot_accumulate(const uint16_t* const* a, const uint16_t* const* b, int n, __m512 (&acc)[MR][NR]) {
-    int k = 0;
+  static void bf16_dot_accumulate(const uint16_t* const* a, const uint16_t* const* b, int64_t n,
+                                  __m512 (&acc)[MR][NR]) {
+    int64_t k = 0;
     for (; k + kPairs <= n; k += kPairs) {
       __m512bh bv[NR];
 #pragma GCC unroll 4
       for (int j = 0; j < NR; ++j) bv[j] = load_bh(b[j] + k);
-#pragma GCC unroll 4
+#pragma GCC unroll 16
       for (int i = 0; i < MR; ++i) {
         const __m512bh av = load_bh(a[i] + k);
 #pragma GCC unroll 4
@@ -81,7 +60,7 @@ struct Avx512Bf16 : Avx512 {
       __m512bh bv[NR];
 #pragma GCC unroll 4
       for (int j = 0; j < NR; ++j) bv[j] = load_bh_n(b[j] + k, mk);
-#pragma GCC unroll 4
+#pragma GCC unroll 16
       for (int i = 0; i < MR; ++i) {
         const __m512bh av = load_bh_n(a[i] + k, mk);
 #pragma GCC unroll 4
