@@ -5,6 +5,10 @@
 
 #include <cstdio>
 #include <fstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
 
 namespace deepinfer::bench {
 namespace {
@@ -107,16 +111,20 @@ TEST(WorkloadTest, AgenticContextGrowsByAppending) {
   EXPECT_NE(all_turns(**w, 0)[0].messages[1].content, all_turns(**w, 1)[0].messages[1].content);
 }
 
+// Trace files named by process and test, so tests running in parallel (ctest -j) never share one.
 class ReplayTest : public ::testing::Test {
  protected:
   std::string write(const std::string& text) {
-    path_ = ::testing::TempDir() + "/trace_" + std::to_string(counter_++) + ".jsonl";
-    std::ofstream(path_) << text;
-    return path_;
+    paths_.push_back(::testing::TempDir() + "/trace_" + std::to_string(getpid()) + "_" +
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+                     std::to_string(paths_.size()) + ".jsonl");
+    std::ofstream(paths_.back()) << text;
+    return paths_.back();
   }
-  void TearDown() override { std::remove(path_.c_str()); }
-  std::string path_;
-  int counter_ = 0;
+  void TearDown() override {
+    for (const std::string& p : paths_) std::remove(p.c_str());
+  }
+  std::vector<std::string> paths_;
 };
 
 TEST_F(ReplayTest, ReadsEveryPromptFormAndTiming) {
