@@ -24,22 +24,6 @@ class Gemm : public ::testing::TestWithParam<Case> {
   DType dtype() const { return std::get<1>(GetParam()); }
 };
 
-// Runs op(m rows starting at row r0) writing [m, ld] outputs.
-template <typename Op>
-void expect_rows_invariant(int64_t m, int64_t n_out, Op op) {
-  std::vector<float> batch(size_t(m * n_out));
-  {
-    ThreadScope t(2);
-    op(0, m, batch.data());
-  }
-  ThreadScope t(1);
-  for (int64_t r = 0; r < m; ++r) {
-    std::vector<float> alone(static_cast<size_t>(n_out));
-    op(r, 1, alone.data());
-    ASSERT_EQ(std::memcmp(alone.data(), batch.data() + r * n_out, size_t(n_out) * 4), 0) << "row " << r;
-  }
-}
-
 TEST_P(Gemm, LinearMatchesReferenceAndIsBatchInvariant) {
   IsaScope scope(isa());
   for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{37, 300}, {64, 256}, {130, 1040}}) {

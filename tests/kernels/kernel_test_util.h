@@ -1,11 +1,14 @@
 // Shared pieces of the kernel tests: random weights of every stored dtype, a plain scalar
-// reference (double accumulation over dequantized weights), and the ISAs this CPU can run.
+// reference (double accumulation over dequantized weights), the ISAs this CPU can run, and the
+// bitwise per-row batch-invariance check.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <omp.h>
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -37,6 +40,23 @@ struct ThreadScope {
   explicit ThreadScope(int n) { omp_set_num_threads(n); }
   ~ThreadScope() { omp_set_num_threads(saved); }
 };
+
+// Bitwise per-row batch invariance: op(r0, m, out) computes rows [r0, r0 + m) into out
+// ([m, n_out]); all m rows on two threads must equal each row alone on one thread.
+template <typename Op>
+void expect_rows_invariant(int64_t m, int64_t n_out, Op op) {
+  std::vector<float> batch(size_t(m * n_out));
+  {
+    ThreadScope t(2);
+    op(0, m, batch.data());
+  }
+  ThreadScope t(1);
+  for (int64_t r = 0; r < m; ++r) {
+    std::vector<float> alone(static_cast<size_t>(n_out));
+    op(r, 1, alone.data());
+    ASSERT_EQ(std::memcmp(alone.data(), batch.data() + r * n_out, size_t(n_out) * 4), 0) << "row " << r;
+  }
+}
 
 inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
   std::mt19937 rng(seed);

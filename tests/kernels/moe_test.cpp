@@ -91,17 +91,7 @@ TEST_P(Moe, MatchesReferenceAndIsBatchInvariant) {
       ASSERT_TRUE(near(y[size_t(r * d + o)], want[size_t(o)], 0.05, rel)) << y[size_t(r * d + o)] << " vs " << want[size_t(o)];
   }
 
-  std::vector<float> batch(size_t(m * d));
-  {
-    ThreadScope t(2);
-    run(0, m, batch.data());
-  }
-  ThreadScope t(1);
-  for (int64_t r = 0; r < m; ++r) {
-    std::vector<float> alone(static_cast<size_t>(d));
-    run(r, 1, alone.data());
-    ASSERT_EQ(std::memcmp(alone.data(), batch.data() + r * d, size_t(d) * 4), 0) << "row " << r;
-  }
+  expect_rows_invariant(m, d, run);
 }
 
 INSTANTIATE_TEST_SUITE_P(IsasAndDtypes, Moe,
