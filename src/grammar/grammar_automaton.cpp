@@ -1,0 +1,157 @@
+#include "grammar/grammar_automaton.h"
+
+#include <algorithm>
+
+#include "core/check.h"
+
+namespace deepinfer::grammar {
+
+size_t GrammarAutomaton::KeyHash::operator()(const std::vector<uint32_t>& v) const {
+  uint64_t h = 0x9E3779B97F4A7C15ull ^ v.size();
+  for (uint32_t x : v) h = (h ^ x) * 0x100000001B3ull + (h >> 29);
+  return size_t(h);
+}
+
+GrammarAutomaton::GrammarAutomaton(std::shared_ptr<const Grammar> grammar, AutomatonLimits limits)
+    : grammar_(std::move(grammar)), limits_(limits) {
+  nodes_.push_back({0, 0, 0});
+  mark_.push_back(0);
+  ++generation_;
+  scratch_leaves_.clear();
+  scratch_accept_ = false;
+  const Rule& root = grammar_->rules[grammar_->root];
+  for (uint32_t a = 0; a < root.n_alts; ++a) {
+    if (!expand(grammar_->alt_starts[root.first_alt + a], 0)) return;
+  }
+  initial_ = intern_state();
+  if (initial_ == kDead) fail("the grammar matches no text");
+}
+
+void GrammarAutomaton::fail(std::string message) {
+  if (status_.ok()) status_ = Status::Error(std::move(message));
+}
+
+uint32_t GrammarAutomaton::intern_node(uint32_t pos, uint32_t parent) {
+  const uint64_t key = (uint64_t(pos) << 32) | parent;
+  auto [it, inserted] = node_ids_.emplace(key, uint32_t(nodes_.size()));
+  if (inserted) {
+    if (nodes_.size() >= limits_.max_stack_nodes) {
+      node_ids_.erase(it);
+      fail("grammar matcher: more than " + std::to_string(limits_.max_stack_nodes) +
+           " parse stack nodes");
+      return UINT32_MAX;
+    }
+    nodes_.push_back({pos, parent, nodes_[parent].depth + 1});
+    mark_.push_back(0);
+  }
+  return it->second;
+}
+
+bool GrammarAutomaton::expand(uint32_t pos, uint32_t parent) {
+  const Grammar& g = *grammar_;
+  const uint32_t first = intern_node(pos, parent);
+  if (first == UINT32_MAX) return false;
+  work_.clear();
+  work_.push_back(first);
+  while (!work_.empty()) {
+    const uint32_t id = work_.back();
+    work_.pop_back();
+    if (mark_[id] == generation_) continue;
+    mark_[id] = generation_;
+    const Node node = nodes_[id];
+    const Element e = g.elements[node.pos];
+    if (e.kind == ElementKind::kBytes) {
+      scratch_leaves_.push_back(id);
+      if (scratch_leaves_.size() > limits_.max_leaves_per_state) {
+        fail("grammar matcher: more than " + std::to_string(limits_.max_leaves_per_state) +
+             " parses alive at once (the grammar is too ambiguous)");
+        return false;
+      }
+    } else if (e.kind == ElementKind::kEnd) {
+      if (node.parent == 0) {
+        scratch_accept_ = true;
+      } else {
+        work_.push_back(node.parent);
+      }
+    } else {
+      uint32_t base = node.parent;
+      if (g.elements[node.pos + 1].kind != ElementKind::kEnd) {
+        base = intern_node(node.pos + 1, node.parent);
+        if (base == UINT32_MAX) return false;
+      }
+      const Rule& rule = g.rules[e.value];
+      for (uint32_t a = 0; a < rule.n_alts; ++a) {
+        const uint32_t child = intern_node(g.alt_starts[rule.first_alt + a], base);
+        if (child == UINT32_MAX) return false;
+        work_.push_back(child);
+      }
+    }
+  }
+  return true;
+}
+
+int32_t GrammarAutomaton::intern_state() {
+  std::sort(scratch_leaves_.begin(), scratch_leaves_.end());
+  if (scratch_leaves_.empty() && !scratch_accept_) return kDead;
+  std::vector<uint32_t> key = scratch_leaves_;
+  key.push_back(scratch_accept_ ? 1 : 0);
+  auto it = state_ids_.find(key);
+  if (it != state_ids_.end()) return it->second;
+  if (states_.size() >= limits_.max_states) {
+    fail("grammar matcher: more than " + std::to_string(limits_.max_states) + " parser states");
+    return kDead;
+  }
+  State s{uint32_t(leaves_.size()), uint32_t(scratch_leaves_.size()), scratch_accept_, {},
+          scratch_accept_ ? 0u : UINT32_MAX};
+  for (uint32_t leaf : scratch_leaves_) {
+    s.next |= grammar_->byte_sets[grammar_->elements[nodes_[leaf].pos].value];
+    s.min_depth = std::min(s.min_depth, nodes_[leaf].depth);
+  }
+  leaves_.insert(leaves_.end(), scratch_leaves_.begin(), scratch_leaves_.end());
+  const int32_t id = int32_t(states_.size());
+  states_.push_back(s);
+  table_of_.push_back(-1);
+  state_ids_.emplace(std::move(key), id);
+  return id;
+}
+
+int32_t GrammarAutomaton::step_slow(int32_t state, uint8_t byte) {
+  DI_CHECK(state >= 0 && size_t(state) < states_.size());
+  int32_t next = kDead;
+  if (states_[size_t(state)].next.contains(byte) && status_.ok()) {
+    ++generation_;
+    scratch_leaves_.clear();
+    scratch_accept_ = false;
+    const State s = states_[size_t(state)];
+    bool ok = true;
+    for (uint32_t i = 0; i < s.n_leaves && ok; ++i) {
+      const Node leaf = nodes_[leaves_[s.first_leaf + i]];
+      if (grammar_->byte_sets[grammar_->elements[leaf.pos].value].contains(byte)) {
+        ok = expand(leaf.pos + 1, leaf.parent);
+      }
+    }
+    if (!ok) return kDead;
+    next = intern_state();
+    if (!status_.ok()) return kDead;
+  }
+  if (table_of_[size_t(state)] < 0) {
+    if ((tables_.size() + 256) * sizeof(int32_t) > limits_.transition_cache_bytes) {
+      tables_.clear();
+      std::fill(table_of_.begin(), table_of_.end(), -1);
+    }
+    table_of_[size_t(state)] = int32_t(tables_.size() / 256);
+    tables_.resize(tables_.size() + 256, kUnknown);
+  }
+  tables_[size_t(table_of_[size_t(state)]) * 256 + byte] = next;
+  return next;
+}
+
+int32_t GrammarAutomaton::walk(int32_t state, std::string_view bytes) {
+  for (char c : bytes) {
+    if (state == kDead) return kDead;
+    state = step(state, uint8_t(c));
+  }
+  return state;
+}
+
+}  // namespace deepinfer::grammar

@@ -1,0 +1,105 @@
+// GrammarAutomaton: the byte-level matcher of a Grammar, a pushdown automaton whose
+// configurations are built lazily and memoized, so that a byte step is usually one table load.
+//
+// A parse stack is a chain of frames; a frame is the position (in Grammar::elements) of the next
+// element to match in one alternative. Stacks are hash-consed into nodes (position, parent), so
+// equal stacks are equal ids. A state is the set of live stacks whose top is a byte element (the
+// "leaves"), plus whether the input so far is a complete sentence; states are interned too, and
+// each state's 256 transitions are filled in on first use (a dead byte maps to kDead).
+// References in tail position replace their frame instead of pushing one, so repetitions run in
+// constant stack depth and a regular grammar runs as a DFA built on the fly.
+//
+// Bounded: stack nodes, states and leaves per state are capped (Limits); passing a cap makes the
+// step return kDead and status() fail with the reason. Transition tables are a cache with a byte
+// budget, cleared when full. Not thread-safe: one automaton per GrammarMatcher.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status.h"
+#include "grammar/grammar.h"
+
+namespace deepinfer::grammar {
+
+struct AutomatonLimits {
+  size_t max_stack_nodes = 1u << 22;
+  size_t max_states = 1u << 20;
+  size_t max_leaves_per_state = 4096;  // parses alive at once (ambiguity)
+  size_t transition_cache_bytes = 64u << 20;
+};
+
+class GrammarAutomaton {
+ public:
+  static constexpr int32_t kDead = -1;
+
+  GrammarAutomaton(std::shared_ptr<const Grammar> grammar, AutomatonLimits limits = {});
+
+  int32_t initial_state() const { return initial_; }
+  // The state after `byte` from `state` (not kDead), or kDead.
+  int32_t step(int32_t state, uint8_t byte) {
+    const int32_t t = table_of_[size_t(state)];
+    if (t >= 0) {
+      const int32_t next = tables_[size_t(t) * 256 + byte];
+      if (next != kUnknown) return next;
+    }
+    return step_slow(state, byte);
+  }
+  // The state after all of `bytes`, or kDead.
+  int32_t walk(int32_t state, std::string_view bytes);
+  // Whether the bytes that led to `state` form a complete sentence of the grammar.
+  bool accepts(int32_t state) const { return states_[size_t(state)].accept; }
+  // Bytes that some live parse can take next; empty when the sentence cannot be extended.
+  const ByteSet& next_bytes(int32_t state) const { return states_[size_t(state)].next; }
+  // The fewest frames on a live stack: 0 when `state` accepts; a rough distance to the end.
+  uint32_t min_depth(int32_t state) const { return states_[size_t(state)].min_depth; }
+  size_t n_states() const { return states_.size(); }
+  const Status& status() const { return status_; }
+
+ private:
+  static constexpr int32_t kUnknown = -2;
+  struct Node {
+    uint32_t pos;
+    uint32_t parent;
+    uint32_t depth;
+  };
+  struct State {
+    uint32_t first_leaf, n_leaves;  // into leaves_
+    bool accept;
+    ByteSet next;
+    uint32_t min_depth;
+  };
+  struct KeyHash {
+    size_t operator()(const std::vector<uint32_t>& v) const;
+  };
+
+  int32_t step_slow(int32_t state, uint8_t byte);
+  // Adds to scratch_leaves_ the leaves reached from frame (pos, parent), setting scratch_accept_.
+  bool expand(uint32_t pos, uint32_t parent);
+  // The node (pos, parent); UINT32_MAX past the node cap.
+  uint32_t intern_node(uint32_t pos, uint32_t parent);
+  int32_t intern_state();
+  void fail(std::string message);
+
+  std::shared_ptr<const Grammar> grammar_;
+  AutomatonLimits limits_;
+  Status status_;
+  std::vector<Node> nodes_;  // nodes_[0]: the empty stack
+  std::unordered_map<uint64_t, uint32_t> node_ids_;
+  std::vector<State> states_;
+  std::vector<uint32_t> leaves_;
+  std::unordered_map<std::vector<uint32_t>, int32_t, KeyHash> state_ids_;
+  std::vector<int32_t> table_of_;  // per state: its table in tables_, or -1
+  std::vector<int32_t> tables_;    // 256 transitions per table
+  int32_t initial_ = kDead;
+  // Scratch of one step.
+  std::vector<uint32_t> scratch_leaves_;
+  bool scratch_accept_ = false;
+  std::vector<uint32_t> mark_;  // per node: the step that visited it
+  uint32_t generation_ = 0;
+  std::vector<uint32_t> work_;
+};
+
+}  // namespace deepinfer::grammar

@@ -1,0 +1,74 @@
+// GrammarMatcher: the token-level matcher of one sequence: which tokens of the vocabulary may come
+// next under a CompiledGrammar, and the grammar state as tokens are accepted or rolled back.
+//
+// The mask of a state is computed by walking the vocabulary's byte trie with the automaton
+// (a subtree is skipped at its first dead byte) and cached per automaton state, so a state seen
+// before costs one copy of the mask. End ids are allowed exactly where the grammar accepts; after
+// an end id is accepted the matcher is terminated and only end ids stay allowed.
+//
+// Failure: if the automaton passes one of its limits, status() fails with the reason, the mask
+// allows only end ids, and the caller should finish the sequence with that error.
+// Not thread-safe; different matchers may run on different threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status.h"
+#include "grammar/compiled_grammar.h"
+#include "grammar/grammar_automaton.h"
+#include "grammar/token_vocabulary.h"
+
+namespace deepinfer::grammar {
+
+struct MatcherOptions {
+  AutomatonLimits automaton;
+  size_t mask_cache_bytes = 32u << 20;  // cached masks; cleared when full
+};
+
+class GrammarMatcher {
+ public:
+  GrammarMatcher(const CompiledGrammar& grammar, std::shared_ptr<const TokenVocabulary> vocabulary,
+                 MatcherOptions options = {});
+
+  // Writes vocabulary().bitmask_words() words: bit (id % 32) of word (id / 32) is set iff token
+  // id may come next.
+  void fill_next_token_bitmask(uint32_t* bitmask);
+  // Advances by token `id` when it is allowed; false (state unchanged) when not.
+  bool accept_token(int32_t id);
+  // Advances by raw bytes (one step for rollback) when the grammar allows them; false when not.
+  bool accept_bytes(std::string_view bytes);
+  // Undoes the last n accepted steps (tokens or accept_bytes calls); n <= n_steps().
+  void rollback(size_t n);
+  size_t n_steps() const { return history_.size() - 1; }
+
+  // Whether an end id may come now (the output so far is a complete sentence).
+  bool can_end() const;
+  // Whether generation is over: an end id was accepted, or the sentence is complete and nothing
+  // can extend it.
+  bool is_terminated() const;
+  // The fewest open grammar frames over the live parses (0 when the output can end): a measure
+  // of how far the output is from a possible end.
+  uint32_t nesting_depth() const;
+  const Status& status() const { return automaton_.status(); }
+  const TokenVocabulary& vocabulary() const { return *vocabulary_; }
+
+ private:
+  static constexpr int32_t kTerminated = -3;
+  int32_t current() const { return history_.back(); }
+  void compute_mask(int32_t state, uint32_t* bitmask);
+  void set_end_bits(uint32_t* bitmask) const;
+
+  std::shared_ptr<const TokenVocabulary> vocabulary_;
+  MatcherOptions options_;
+  GrammarAutomaton automaton_;
+  std::vector<int32_t> history_;  // state after each step; [0] the initial state
+  std::unordered_map<int32_t, size_t> mask_slot_;  // state -> offset in masks_
+  std::vector<uint32_t> masks_;
+  std::vector<int32_t> walk_states_;  // per trie depth
+};
+
+}  // namespace deepinfer::grammar

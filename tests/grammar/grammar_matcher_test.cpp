@@ -1,0 +1,193 @@
+// The token-level matcher over the DeepSeek-V3 vocabulary (129K tokens), checked against a
+// brute-force reference: each token's bytes walked through a separate byte-level automaton.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <random>
+
+#include "grammar/compiled_grammar.h"
+#include "grammar/grammar_automaton.h"
+#include "grammar/grammar_matcher.h"
+#include "grammar/token_vocabulary.h"
+#include "tokenizer/tokenizer.h"
+
+namespace deepinfer::grammar {
+namespace {
+
+class GrammarMatcherTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    auto tok = Tokenizer::Load("tests/data/tokenizers/deepseek-v3");
+    ASSERT_TRUE(tok.ok()) << tok.status().message();
+    tokenizer_ = new Tokenizer(std::move(tok).value());
+    auto v = TokenVocabulary::FromTokenizer(*tokenizer_);
+    ASSERT_TRUE(v.ok()) << v.status().message();
+    vocab_ = std::make_shared<const TokenVocabulary>(std::move(v).value());
+  }
+  static void TearDownTestSuite() { delete tokenizer_; }
+
+  static bool allowed(const std::vector<uint32_t>& mask, int32_t id) {
+    return (mask[size_t(id) / 32] >> (id % 32)) & 1;
+  }
+
+  // The reference mask of the state after `bytes`: token by token through a fresh automaton.
+  static std::vector<uint32_t> reference_mask(const CompiledGrammar& g, const std::string& bytes, bool ended) {
+    std::vector<uint32_t> mask(vocab_->bitmask_words(), 0);
+    GrammarAutomaton a(g.grammar());
+    const int32_t state = a.walk(a.initial_state(), bytes);
+    EXPECT_NE(state, GrammarAutomaton::kDead);
+    for (size_t id = 0; id < vocab_->size(); ++id) {
+      bool ok;
+      if (vocab_->is_end(int32_t(id))) {
+        ok = ended || a.accepts(state);
+      } else {
+        const std::string& t = vocab_->bytes(int32_t(id));
+        ok = !ended && !t.empty() && a.walk(state, t) != GrammarAutomaton::kDead;
+      }
+      if (ok) mask[id / 32] |= uint32_t(1) << (id % 32);
+    }
+    return mask;
+  }
+
+  static Tokenizer* tokenizer_;
+  static std::shared_ptr<const TokenVocabulary> vocab_;
+};
+
+Tokenizer* GrammarMatcherTest::tokenizer_ = nullptr;
+std::shared_ptr<const TokenVocabulary> GrammarMatcherTest::vocab_;
+
+TEST_F(GrammarMatcherTest, VocabularyHoldsEachTokensBytes) {
+  EXPECT_EQ(vocab_->size(), tokenizer_->vocab_size());
+  const std::string text = "Hello world, \xc3\xa9t\xc3\xa9 \xe4\xb8\xad\xe6\x96\x87 {\"a\": 1}\n";
+  auto ids = tokenizer_->encode(text, false);
+  ASSERT_TRUE(ids.ok());
+  std::string joined;
+  for (int32_t id : *ids) joined += vocab_->bytes(id);
+  EXPECT_EQ(joined, text);
+  ASSERT_FALSE(vocab_->end_ids().empty());
+  for (int32_t id : vocab_->end_ids()) EXPECT_TRUE(vocab_->bytes(id).empty() || tokenizer_->is_special_id(id));
+}
+
+TEST_F(GrammarMatcherTest, MaskEqualsBruteForceOnRandomWalks) {
+  const std::vector<std::pair<const char*, Result<CompiledGrammar>>> grammars = [] {
+    std::vector<std::pair<const char*, Result<CompiledGrammar>>> g;
+    g.emplace_back("tool schema", CompiledGrammar::FromJsonSchema(R"({
+      "type": "object",
+      "properties": {
+        "location": {"type": "string", "maxLength": 12},
+        "unit": {"enum": ["celsius", "fahrenheit"]},
+        "days": {"type": "integer", "minimum": 1, "maximum": 14},
+        "tags": {"type": "array", "items": {"type": "string", "pattern": "^[a-z]{1,5}$"}, "maxItems": 3}
+      },
+      "required": ["location", "unit"], "additionalProperties": false})"));
+    g.emplace_back("json object", CompiledGrammar::AnyJsonObject());
+    g.emplace_back("regex", CompiledGrammar::FromRegex("(\\+\\d{1,3} )?\\(?\\d{3}\\)?[ -]?\\d{3}-\\d{4}"));
+    g.emplace_back("ebnf", CompiledGrammar::FromEbnf(R"(
+      root ::= "SELECT " cols " FROM " name (" WHERE " name " = " [0-9]+)? ";"
+      cols ::= "*" | name (", " name)*
+      name ::= [a-z_] [a-z_0-9]*)"));
+    return g;
+  }();
+  std::mt19937 rng(7);
+  size_t n_checked = 0;
+  for (const auto& [label, compiled] : grammars) {
+    ASSERT_TRUE(compiled.ok()) << label << ": " << compiled.status().message();
+    GrammarMatcher m(compiled.value(), vocab_);
+    std::string bytes;
+    std::vector<uint32_t> mask(vocab_->bitmask_words());
+    for (int step = 0; step < 12 && !m.is_terminated(); ++step) {
+      m.fill_next_token_bitmask(mask.data());
+      ASSERT_EQ(mask, reference_mask(compiled.value(), bytes, false)) << label << " after '" << bytes << "'";
+      ++n_checked;
+      // Prefer tokens that close structures after a few steps, so that walks reach deep states
+      // and ends.
+      std::vector<int32_t> ids;
+      for (size_t id = 0; id < vocab_->size(); ++id) {
+        if (allowed(mask, int32_t(id)) && !vocab_->is_end(int32_t(id))) ids.push_back(int32_t(id));
+      }
+      if (ids.empty()) break;
+      const int32_t pick = ids[rng() % ids.size()];
+      ASSERT_TRUE(m.accept_token(pick));
+      bytes += vocab_->bytes(pick);
+      // The cached mask of a state seen again is the same mask.
+      std::vector<uint32_t> again(vocab_->bitmask_words());
+      m.fill_next_token_bitmask(mask.data());
+      m.fill_next_token_bitmask(again.data());
+      ASSERT_EQ(mask, again);
+    }
+  }
+  EXPECT_GE(n_checked, 30u);
+}
+
+TEST_F(GrammarMatcherTest, RejectsDisallowedTokensAndEndsOnlyWhereAccepted) {
+  auto g = CompiledGrammar::FromRegex("ab(c|d)");
+  ASSERT_TRUE(g.ok());
+  GrammarMatcher m(*g, vocab_);
+  const int32_t eos = vocab_->end_ids()[0];
+  auto id_of = [&](const char* text) {
+    auto ids = tokenizer_->encode(text, false);
+    EXPECT_TRUE(ids.ok() && ids->size() == 1) << text;
+    return (*ids)[0];
+  };
+  EXPECT_FALSE(m.can_end());
+  EXPECT_FALSE(m.accept_token(eos));
+  EXPECT_FALSE(m.accept_token(id_of("x")));
+  EXPECT_TRUE(m.accept_token(id_of("ab")));
+  EXPECT_FALSE(m.accept_token(id_of("ab")));
+  EXPECT_TRUE(m.accept_token(id_of("d")));
+  EXPECT_TRUE(m.can_end());
+  EXPECT_TRUE(m.is_terminated());  // nothing can follow "abd"
+  std::vector<uint32_t> mask(vocab_->bitmask_words());
+  m.fill_next_token_bitmask(mask.data());
+  size_t n_allowed = 0;
+  for (size_t id = 0; id < vocab_->size(); ++id) n_allowed += allowed(mask, int32_t(id));
+  EXPECT_EQ(n_allowed, vocab_->end_ids().size());
+  EXPECT_TRUE(allowed(mask, eos));
+  EXPECT_TRUE(m.accept_token(eos));
+  EXPECT_TRUE(m.is_terminated());
+  EXPECT_EQ(m.n_steps(), 3u);
+}
+
+TEST_F(GrammarMatcherTest, RollbackRestoresEarlierMasks) {
+  auto g = CompiledGrammar::FromJsonSchema(R"({"type": "array", "items": {"type": "integer"}})");
+  ASSERT_TRUE(g.ok());
+  GrammarMatcher m(*g, vocab_);
+  std::vector<std::vector<uint32_t>> masks;
+  std::vector<uint32_t> mask(vocab_->bitmask_words());
+  auto ids = tokenizer_->encode("[12, 345, 6]", false);
+  ASSERT_TRUE(ids.ok());
+  for (int32_t id : *ids) {
+    m.fill_next_token_bitmask(mask.data());
+    masks.push_back(mask);
+    ASSERT_TRUE(allowed(mask, id));
+    ASSERT_TRUE(m.accept_token(id));
+  }
+  EXPECT_TRUE(m.can_end());
+  for (size_t back = 1; back <= ids->size(); ++back) {
+    m.rollback(1);
+    m.fill_next_token_bitmask(mask.data());
+    EXPECT_EQ(mask, masks[ids->size() - back]);
+  }
+  EXPECT_EQ(m.n_steps(), 0u);
+  EXPECT_TRUE(m.accept_bytes("[1"));
+  EXPECT_FALSE(m.accept_bytes("x"));
+  EXPECT_EQ(m.n_steps(), 1u);
+}
+
+TEST_F(GrammarMatcherTest, PassingALimitFailsTheMatcherNotTheProcess) {
+  // After an 'a' several parses are alive at once: more than the limit allows.
+  auto g = CompiledGrammar::FromEbnf("root ::= x*\nx ::= \"a\" | \"a\" \"a\" | \"a\" \"a\" \"a\"");
+  ASSERT_TRUE(g.ok());
+  MatcherOptions options;
+  options.automaton.max_leaves_per_state = 2;
+  GrammarMatcher m(*g, vocab_, options);
+  EXPECT_FALSE(m.accept_bytes(std::string(200, 'a')));
+  std::vector<uint32_t> mask(vocab_->bitmask_words());
+  m.fill_next_token_bitmask(mask.data());
+  ASSERT_FALSE(m.status().ok());
+  EXPECT_NE(m.status().message().find("parses alive at once"), std::string::npos);
+  for (size_t id = 0; id < vocab_->size(); ++id) EXPECT_EQ(allowed(mask, int32_t(id)), vocab_->is_end(int32_t(id)));
+}
+
+}  // namespace
+}  // namespace deepinfer::grammar
