@@ -11,6 +11,9 @@ size_t dtype_size(DType t) {
     case DType::F16: return 2;
     case DType::BF16: return 2;
     case DType::F8_E4M3: return 1;
+    case DType::I8: return 1;
+    case DType::I64: return 8;
+    case DType::F8_E8M0: return 1;
   }
   return 0;
 }
@@ -21,6 +24,9 @@ std::string_view dtype_name(DType t) {
     case DType::F16: return "F16";
     case DType::BF16: return "BF16";
     case DType::F8_E4M3: return "F8_E4M3";
+    case DType::I8: return "I8";
+    case DType::I64: return "I64";
+    case DType::F8_E8M0: return "F8_E8M0";
   }
   return "?";
 }
@@ -30,6 +36,9 @@ std::optional<DType> dtype_from_name(std::string_view name) {
   if (name == "F16") return DType::F16;
   if (name == "BF16") return DType::BF16;
   if (name == "F8_E4M3") return DType::F8_E4M3;
+  if (name == "I8") return DType::I8;
+  if (name == "I64") return DType::I64;
+  if (name == "F8_E8M0") return DType::F8_E8M0;
   return std::nullopt;
 }
 
@@ -41,6 +50,8 @@ float f16_to_f32(uint16_t h) {
   else v = std::ldexp(float(mant | 0x400u), int(exp) - 25);
   return sign ? -v : v;
 }
+
+float ue8m0_to_f32(uint8_t e) { return e == 0xff ? NAN : std::ldexp(1.0f, int(e) - 127); }
 
 namespace {
 constexpr float pow2(int e) {

@@ -1,6 +1,8 @@
 // Element types of checkpoints and caches, and scalar conversions to and from f32.
 // bf16 and f16 are stored as raw uint16_t bits; fp8 e4m3 (OCP "fn": no infinities,
-// max 448, 0x7f/0xff are NaN) as uint8_t bits.
+// max 448, 0x7f/0xff are NaN) as uint8_t bits. I8, I64 and F8_E8M0 (UE8M0 power-of-two scales,
+// byte e means 2^(e - 127)) are storage types of checkpoints only (packed FP4 nibbles, hash-router
+// tables, block scales); no kernel computes in them.
 #pragma once
 
 #include <array>
@@ -11,7 +13,7 @@
 
 namespace deepinfer {
 
-enum class DType : uint8_t { F32, F16, BF16, F8_E4M3 };
+enum class DType : uint8_t { F32, F16, BF16, F8_E4M3, I8, I64, F8_E8M0 };
 
 size_t dtype_size(DType t);
 std::string_view dtype_name(DType t);              // safetensors spelling: "F32", "BF16", ...
@@ -34,6 +36,9 @@ inline uint16_t f32_to_bf16(float f) {
 }
 
 float f16_to_f32(uint16_t bits);
+
+// 2^(e - 127); 0xff (NaN in the format) gives NaN.
+float ue8m0_to_f32(uint8_t e);
 
 // Exact value of every e4m3 code, from a 256-entry table.
 extern const std::array<float, 256> kFp8E4M3ToF32;

@@ -5,100 +5,12 @@
 #include <nlohmann/json.hpp>
 
 #include "core/mapped_file.h"
+#include "model/json_fields.h"
 
 namespace deepinfer {
 namespace {
 
 using nlohmann::json;
-
-// Reads optional typed fields of one JSON object, remembering the first error.
-class FieldReader {
- public:
-  FieldReader(const json& j, std::string source) : j_(j), source_(std::move(source)) {}
-
-  void integer(const char* key, int& out, bool required, int min_value = 0) {
-    auto it = j_.find(key);
-    if (it == j_.end() || it->is_null()) {
-      if (required) fail(std::string("missing required field '") + key + "'");
-      return;
-    }
-    if (!it->is_number_integer() && !(it->is_number_float() && it->get<double>() == double(int64_t(it->get<double>())))) {
-      fail(std::string("field '") + key + "' must be an integer, got " + it->dump());
-      return;
-    }
-    const int64_t v = it->is_number_integer() ? it->get<int64_t>() : int64_t(it->get<double>());
-    if (v < min_value || v > (int64_t(1) << 30)) {
-      fail(std::string("field '") + key + "' = " + std::to_string(v) + " is out of range");
-      return;
-    }
-    out = int(v);
-  }
-  void number(const char* key, double& out, bool positive = false) {
-    auto it = j_.find(key);
-    if (it == j_.end() || it->is_null()) return;
-    if (!it->is_number()) return fail(std::string("field '") + key + "' must be a number, got " + it->dump());
-    out = it->get<double>();
-    if (positive && !(out > 0)) fail(std::string("field '") + key + "' must be positive");
-  }
-  void boolean(const char* key, bool& out) {
-    auto it = j_.find(key);
-    if (it == j_.end() || it->is_null()) return;
-    if (!it->is_boolean()) return fail(std::string("field '") + key + "' must be true or false, got " + it->dump());
-    out = it->get<bool>();
-  }
-  std::string string(const char* key) {
-    auto it = j_.find(key);
-    if (it == j_.end() || it->is_null()) return "";
-    if (!it->is_string()) {
-      fail(std::string("field '") + key + "' must be a string, got " + it->dump());
-      return "";
-    }
-    return it->get<std::string>();
-  }
-  // An id or a list of ids (eos_token_id).
-  void ids(const char* key, std::vector<int32_t>& out) {
-    auto it = j_.find(key);
-    if (it == j_.end() || it->is_null()) return;
-    std::vector<int32_t> v;
-    if (it->is_number_integer()) v.push_back(it->get<int32_t>());
-    else if (it->is_array()) {
-      for (const auto& e : *it) {
-        if (!e.is_number_integer()) return fail(std::string("field '") + key + "' must hold integers");
-        v.push_back(e.get<int32_t>());
-      }
-    } else {
-      return fail(std::string("field '") + key + "' must be an integer or a list of integers");
-    }
-    out = std::move(v);
-  }
-  void fail(const std::string& message) {
-    if (status_.ok()) status_ = Status::Error(source_ + ": " + message);
-  }
-  const Status& status() const { return status_; }
-
- private:
-  const json& j_;
-  std::string source_;
-  Status status_;
-};
-
-Status parse_rope_scaling(const json& j, const std::string& source, RopeScaling& r) {
-  auto it = j.find("rope_scaling");
-  if (it == j.end() || it->is_null()) return Status::Ok();
-  if (!it->is_object()) return Status::Error(source + ": field 'rope_scaling' must be an object or null");
-  FieldReader f(*it, source + ": rope_scaling");
-  std::string type = f.string("type");
-  if (type.empty()) type = f.string("rope_type");
-  if (type != "yarn") return Status::Error(source + ": rope_scaling type '" + type + "' is not supported (only 'yarn')");
-  r.yarn = true;
-  f.number("factor", r.factor, true);
-  f.integer("original_max_position_embeddings", r.original_max_position_embeddings, false, 1);
-  f.number("beta_fast", r.beta_fast, true);
-  f.number("beta_slow", r.beta_slow, true);
-  f.number("mscale", r.mscale);
-  f.number("mscale_all_dim", r.mscale_all_dim);
-  return f.status();
-}
 
 Status parse_quantization(const json& j, const std::string& source, Fp8Quantization& q) {
   auto it = j.find("quantization_config");
@@ -123,6 +35,24 @@ Status parse_quantization(const json& j, const std::string& source, Fp8Quantizat
 }
 
 }  // namespace
+
+Status parse_rope_scaling(const json& j, const std::string& source, RopeScaling& r) {
+  auto it = j.find("rope_scaling");
+  if (it == j.end() || it->is_null()) return Status::Ok();
+  if (!it->is_object()) return Status::Error(source + ": field 'rope_scaling' must be an object or null");
+  FieldReader f(*it, source + ": rope_scaling");
+  std::string type = f.string("type");
+  if (type.empty()) type = f.string("rope_type");
+  if (type != "yarn") return Status::Error(source + ": rope_scaling type '" + type + "' is not supported (only 'yarn')");
+  r.yarn = true;
+  f.number("factor", r.factor, true);
+  f.integer("original_max_position_embeddings", r.original_max_position_embeddings, false, 1);
+  f.number("beta_fast", r.beta_fast, true);
+  f.number("beta_slow", r.beta_slow, true);
+  f.number("mscale", r.mscale);
+  f.number("mscale_all_dim", r.mscale_all_dim);
+  return f.status();
+}
 
 Result<ModelConfig> ModelConfig::FromJson(const json& j, const std::string& source) {
   if (!j.is_object()) return Status::Error(source + ": not a JSON object");

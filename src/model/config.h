@@ -33,6 +33,9 @@ struct Fp8Quantization {
   int block_cols = 128;  // weight_block_size[1]: input columns per scale
 };
 
+// Reads j["rope_scaling"] (absent or null: plain RoPE); errors name `source` and the field.
+Status parse_rope_scaling(const nlohmann::json& j, const std::string& source, RopeScaling& r);
+
 struct ModelConfig {
   std::string architecture;  // DeepseekV3ForCausalLM or DeepseekV2ForCausalLM
   bool is_v3 = false;

@@ -11,7 +11,8 @@
 namespace deepinfer {
 
 // Loads DeepseekV3ForCausalLM / DeepseekV2ForCausalLM checkpoints (bf16, f16, f32 or FP8
-// block-quantized; single-file or sharded). Errors name the file, tensor or field.
+// block-quantized; single-file or sharded) and DeepseekV4ForCausalLM ones as published (bf16, or
+// FP8 linears with FP4 routed experts), by config.json's architecture. Errors name the file, tensor or field.
 Result<std::unique_ptr<CausalLM>> load_causal_lm(const std::string& model_dir, const ModelOptions& options = {},
                                                  Backend& backend = cpu_backend());
 

@@ -46,7 +46,7 @@ Result<TensorView> parse_entry(const std::string& name, const json& e, const uin
   TensorView t;
   t.name = name;
   auto dtype = dtype_from_name(dt->get_ref<const std::string&>());
-  if (!dtype) return Status::Error(where + ": dtype " + dt->get<std::string>() + " is not supported (F32, F16, BF16, F8_E4M3)");
+  if (!dtype) return Status::Error(where + ": dtype " + dt->get<std::string>() + " is not supported (F32, F16, BF16, F8_E4M3, F8_E8M0, I8, I64)");
   t.dtype = *dtype;
   uint64_t numel = 1;
   for (const auto& d : *sh) {

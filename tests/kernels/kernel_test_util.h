@@ -94,6 +94,8 @@ struct TestWeight {
           bytes[i] = b;
           break;
         }
+        default:
+          ADD_FAILURE() << "not a weight dtype of the kernels: " << dtype_name(dtype);
       }
     }
     w.data = bytes.data();

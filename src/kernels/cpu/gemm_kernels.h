@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/check.h"
 #include "core/dtype.h"
 #include "kernels/ops.h"
 
@@ -289,6 +290,7 @@ void linear_block(const float* const* x, int64_t m, const LinearWeight& w, int64
     case DType::BF16: return linear_block_t<V, DType::BF16, float>(x, m, w, o_begin, o_end, y, ldy);
     case DType::F16: return linear_block_t<V, DType::F16, float>(x, m, w, o_begin, o_end, y, ldy);
     case DType::F8_E4M3: return linear_block_t<V, DType::F8_E4M3, float>(x, m, w, o_begin, o_end, y, ldy);
+    default: DI_CHECK_MSG(false, "storage-only dtype in a GEMM (weight binders admit F32, F16, BF16, F8_E4M3)");
   }
 }
 
@@ -300,6 +302,7 @@ void swiglu_block(const float* const* x, int64_t m, const LinearWeight& gate, co
     case DType::BF16: return swiglu_block_t<V, DType::BF16, float>(x, m, gate, up, o_begin, o_end, y, ldy);
     case DType::F16: return swiglu_block_t<V, DType::F16, float>(x, m, gate, up, o_begin, o_end, y, ldy);
     case DType::F8_E4M3: return swiglu_block_t<V, DType::F8_E4M3, float>(x, m, gate, up, o_begin, o_end, y, ldy);
+    default: DI_CHECK_MSG(false, "storage-only dtype in a GEMM (weight binders admit F32, F16, BF16, F8_E4M3)");
   }
 }
 
@@ -331,6 +334,7 @@ void outer_block(const float* const* x, int64_t m, int64_t n_d, const LinearWeig
     case DType::BF16: return outer_block_t<V, DType::BF16>(x, m, n_d, w, row0, c_begin, c_end, y, ldy);
     case DType::F16: return outer_block_t<V, DType::F16>(x, m, n_d, w, row0, c_begin, c_end, y, ldy);
     case DType::F8_E4M3: return outer_block_t<V, DType::F8_E4M3>(x, m, n_d, w, row0, c_begin, c_end, y, ldy);
+    default: DI_CHECK_MSG(false, "storage-only dtype in a GEMM (weight binders admit F32, F16, BF16, F8_E4M3)");
   }
 }
 

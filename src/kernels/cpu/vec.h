@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/check.h"
 #include "core/dtype.h"
 #include "kernels/ops.h"
 
@@ -49,6 +50,8 @@ inline void dequant_row(const LinearWeight& w, int64_t row, float* out) {
       }
       break;
     }
+    default:
+      DI_CHECK_MSG(false, "storage-only dtype in a GEMM (weight binders admit F32, F16, BF16, F8_E4M3)");
   }
 }
 

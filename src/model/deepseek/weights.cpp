@@ -3,6 +3,11 @@
 #include <cstring>
 
 namespace deepinfer {
+namespace {
+bool is_compute_dtype(DType t) {
+  return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F8_E4M3;
+}
+}  // namespace
 
 class WeightBinder {
  public:
@@ -15,6 +20,10 @@ class WeightBinder {
     LinearWeight lw;
     const TensorView* t = get(name, {n_out, n_in});
     if (!t) return lw;
+    if (!is_compute_dtype(t->dtype)) {
+      fail(*t->file + ": tensor '" + name + "' must be F32, F16, BF16 or F8_E4M3, is " + std::string(dtype_name(t->dtype)));
+      return lw;
+    }
     lw.n_out = n_out;
     lw.n_in = n_in;
     lw.dtype = t->dtype;
@@ -43,8 +52,8 @@ class WeightBinder {
   std::vector<float> vec(const std::string& name, int64_t n) {
     const TensorView* t = get(name, {n});
     if (!t) return {};
-    if (t->dtype == DType::F8_E4M3) {
-      fail(*t->file + ": tensor '" + name + "' must be F32, F16 or BF16, is F8_E4M3");
+    if (!is_compute_dtype(t->dtype) || t->dtype == DType::F8_E4M3) {
+      fail(*t->file + ": tensor '" + name + "' must be F32, F16 or BF16, is " + std::string(dtype_name(t->dtype)));
       return {};
     }
     std::vector<float> out(static_cast<size_t>(n));

@@ -9,15 +9,10 @@ double yarn_mscale(double factor, double mscale) {
   return factor <= 1.0 ? 1.0 : 0.1 * mscale * std::log(factor) + 1.0;
 }
 
-YarnRope make_yarn_rope(const ModelConfig& c) {
-  const int dim = c.qk_rope_head_dim, half = dim / 2;
-  const double base = c.rope_theta;
-  YarnRope out;
-  out.inv_freq.resize(size_t(half));
+std::vector<float> yarn_inv_freq(int dim, double base, const RopeScaling& y) {
+  const int half = dim / 2;
   std::vector<double> freq(static_cast<size_t>(half));
   for (int i = 0; i < half; ++i) freq[size_t(i)] = 1.0 / std::pow(base, double(2 * i) / dim);
-
-  const RopeScaling& y = c.rope_scaling;
   if (y.yarn && y.factor > 1.0) {
     // Dimensions rotating fewer than beta_slow times over the original context are
     // interpolated (divided by factor); more than beta_fast times kept; a linear ramp between.
@@ -33,7 +28,13 @@ YarnRope make_yarn_rope(const ModelConfig& c) {
       freq[size_t(i)] = freq[size_t(i)] / y.factor * (1.0 - keep) + freq[size_t(i)] * keep;
     }
   }
-  for (int i = 0; i < half; ++i) out.inv_freq[size_t(i)] = float(freq[size_t(i)]);
+  return std::vector<float>(freq.begin(), freq.end());
+}
+
+YarnRope make_yarn_rope(const ModelConfig& c) {
+  const RopeScaling& y = c.rope_scaling;
+  YarnRope out;
+  out.inv_freq = yarn_inv_freq(c.qk_rope_head_dim, c.rope_theta, y);
 
   out.softmax_scale = float(1.0 / std::sqrt(double(c.qk_head_dim())));
   if (y.yarn) {

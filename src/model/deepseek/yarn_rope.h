@@ -17,6 +17,10 @@ struct YarnRope {
 // 0.1 * mscale * ln(factor) + 1 for factor > 1, else 1.
 double yarn_mscale(double factor, double mscale);
 
+// Radians per position of each rotated pair [dim / 2]: base^(-2i / dim), with YaRN's
+// interpolation ramp applied when `scaling` is yarn with factor > 1 (no cos/sin scaling here).
+std::vector<float> yarn_inv_freq(int dim, double base, const RopeScaling& scaling);
+
 YarnRope make_yarn_rope(const ModelConfig& c);
 
 }  // namespace deepinfer

@@ -1,0 +1,32 @@
+// DeepSeek-V4's expert layer (reused by V4.1): routed SwiGLU experts with the gate clamped
+// above and the up projection clamped both ways at swiglu_limit, plus the shared expert
+// unclamped (as DeepSeek's inference/model.py):
+//   y = sum_j weight_j * w2(silu(min(w1 x, L)) * clamp(w3 x, -L, L)) + shared(x)
+// Rows are grouped by expert (each expert's weights stream once per call); each row sums its
+// experts in increasing id, so its result does not depend on its batch neighbours.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/ops.h"
+
+namespace deepinfer {
+
+struct ExpertWeights {  // gate w1, up w3, down w2
+  LinearWeight w1;  // [inter, hidden]
+  LinearWeight w3;  // [inter, hidden]
+  LinearWeight w2;  // [hidden, inter]
+};
+
+struct ClampedMoeScratch {
+  std::vector<float> x, gate, up, out, acc;
+  std::vector<int32_t> rows;
+};
+
+// x: [n, hidden]; ids, weights: [n, top_k]; y: [n, hidden]. shared may be nullptr.
+void clamped_moe(Backend& backend, const std::vector<ExpertWeights>& experts, const ExpertWeights* shared,
+                 float swiglu_limit, const float* x, int64_t n, int64_t hidden, int top_k, const int32_t* ids,
+                 const float* weights, float* y, ClampedMoeScratch& s);
+
+}  // namespace deepinfer

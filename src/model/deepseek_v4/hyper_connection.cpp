@@ -1,0 +1,122 @@
+#include "model/deepseek_v4/hyper_connection.h"
+
+#include <cmath>
+
+#include "core/check.h"
+
+namespace deepinfer {
+namespace {
+
+float sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
+
+// mixes[r] = (x_r . fn^T) * rsqrt(mean(x_r^2) + eps) for each row of x [m, hc * hidden].
+void compute_mixes(Backend& backend, const HyperConnectionWeights& w, const HyperConnectionDims& d, const float* x,
+                   int64_t m, float* mixes) {
+  const int64_t width = int64_t(d.hc) * d.hidden, n_mix = w.fn.n_out;
+  backend.linear({x, width, m, &w.fn, mixes, n_mix});
+  for (int64_t r = 0; r < m; ++r) {
+    const float* xr = x + r * width;
+    float sum_sq = 0;
+    for (int64_t i = 0; i < width; ++i) sum_sq += xr[i] * xr[i];
+    const float inv = 1.0f / std::sqrt(sum_sq / float(width) + d.norm_eps);
+    for (int64_t i = 0; i < n_mix; ++i) mixes[r * n_mix + i] *= inv;
+  }
+}
+
+void sinkhorn(const HyperConnectionDims& d, float* c) {  // c: [hc, hc] logits -> doubly normalized
+  const int hc = d.hc;
+  for (int j = 0; j < hc; ++j) {
+    float* row = c + j * hc;
+    float mx = row[0];
+    for (int k = 1; k < hc; ++k) mx = std::max(mx, row[k]);
+    float sum = 0;
+    for (int k = 0; k < hc; ++k) sum += (row[k] = std::exp(row[k] - mx));
+    for (int k = 0; k < hc; ++k) row[k] = row[k] / sum + d.hc_eps;
+  }
+  auto normalize_columns = [&] {
+    for (int k = 0; k < hc; ++k) {
+      float sum = 0;
+      for (int j = 0; j < hc; ++j) sum += c[j * hc + k];
+      for (int j = 0; j < hc; ++j) c[j * hc + k] /= sum + d.hc_eps;
+    }
+  };
+  normalize_columns();
+  for (int it = 1; it < d.sinkhorn_iters; ++it) {
+    for (int j = 0; j < hc; ++j) {
+      float sum = 0;
+      for (int k = 0; k < hc; ++k) sum += c[j * hc + k];
+      for (int k = 0; k < hc; ++k) c[j * hc + k] /= sum + d.hc_eps;
+    }
+    normalize_columns();
+  }
+}
+
+}  // namespace
+
+void hc_pre(Backend& backend, const HyperConnectionWeights& w, const HyperConnectionDims& d, const float* streams,
+            int64_t n, float* y, float* post, float* comb, float* mixes) {
+  const int hc = d.hc;
+  DI_CHECK(w.fn.n_out == int64_t(2 + hc) * hc && w.scale.size() == 3);
+  compute_mixes(backend, w, d, streams, n, mixes);
+  const int64_t n_mix = w.fn.n_out;
+  for (int64_t r = 0; r < n; ++r) {
+    const float* m = mixes + r * n_mix;
+    float pre[64];
+    DI_CHECK(hc <= 64);
+    for (int j = 0; j < hc; ++j) pre[j] = sigmoid(m[j] * w.scale[0] + w.base[size_t(j)]) + d.hc_eps;
+    for (int j = 0; j < hc; ++j) post[r * hc + j] = 2.0f * sigmoid(m[hc + j] * w.scale[1] + w.base[size_t(hc + j)]);
+    float* c = comb + r * hc * hc;
+    for (int i = 0; i < hc * hc; ++i) c[i] = m[2 * hc + i] * w.scale[2] + w.base[size_t(2 * hc + i)];
+    sinkhorn(d, c);
+    const float* s = streams + r * hc * d.hidden;
+    float* yr = y + r * d.hidden;
+    for (int64_t i = 0; i < d.hidden; ++i) {
+      float acc = 0;
+      for (int j = 0; j < hc; ++j) acc += pre[j] * s[j * d.hidden + i];
+      yr[i] = acc;
+    }
+  }
+}
+
+void hc_post(const HyperConnectionDims& d, const float* out, const float* post, const float* comb, int64_t n,
+             float* streams) {
+  const int hc = d.hc;
+  std::vector<float> old(size_t(hc * d.hidden));
+  for (int64_t r = 0; r < n; ++r) {
+    float* s = streams + r * hc * d.hidden;
+    std::copy(s, s + hc * d.hidden, old.begin());
+    const float* c = comb + r * hc * hc;
+    const float* o = out + r * d.hidden;
+    for (int k = 0; k < hc; ++k) {
+      const float pk = post[r * hc + k];
+      float* sk = s + k * d.hidden;
+      for (int64_t i = 0; i < d.hidden; ++i) {
+        float acc = pk * o[i];
+        for (int j = 0; j < hc; ++j) acc += c[j * hc + k] * old[size_t(j * d.hidden + i)];
+        sk[i] = acc;
+      }
+    }
+  }
+}
+
+void hc_head(Backend& backend, const HyperConnectionWeights& w, const HyperConnectionDims& d, const float* streams,
+             const int32_t* rows, int64_t n_rows, float* y, float* mixes) {
+  const int hc = d.hc;
+  DI_CHECK(w.fn.n_out == hc && w.scale.size() == 1);
+  const int64_t width = int64_t(hc) * d.hidden;
+  for (int64_t i = 0; i < n_rows; ++i) {
+    const float* s = streams + int64_t(rows[i]) * width;
+    compute_mixes(backend, w, d, s, 1, mixes + i * hc);
+    float* yr = y + i * d.hidden;
+    float pre[64];
+    DI_CHECK(hc <= 64);
+    for (int j = 0; j < hc; ++j) pre[j] = sigmoid(mixes[i * hc + j] * w.scale[0] + w.base[size_t(j)]) + d.hc_eps;
+    for (int64_t c = 0; c < d.hidden; ++c) {
+      float acc = 0;
+      for (int j = 0; j < hc; ++j) acc += pre[j] * s[j * d.hidden + c];
+      yr[c] = acc;
+    }
+  }
+}
+
+}  // namespace deepinfer

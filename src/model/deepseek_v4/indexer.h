@@ -1,0 +1,31 @@
+// DeepSeek-V4's lightning indexer (reused by V4.1): chooses, for each query, the index_topk
+// compressed entries of a CSA layer that its attention reads. Queries q = wq_b(qr) per head,
+// roped at the query's position (no norm); keys come from the indexer's own compressor
+// (index_head_dim wide); per-head weights from weights_proj of the attention's normed input.
+//   score(p, w) = sum_h weight_h * index_head_dim^-0.5 * n_heads^-0.5 * relu(q_h . key_w)
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "model/deepseek_v4/compressor.h"
+
+namespace deepinfer {
+
+struct IndexerWeights {
+  int n_heads = 0;
+  int head_dim = 0;
+  int topk = 0;
+  LinearWeight wq_b;          // [n_heads * head_dim, q_lora_rank]
+  LinearWeight weights_proj;  // [n_heads, hidden]
+  CompressorWeights compressor;
+};
+
+// The entries [0, n_entries) a query reads, ascending: all of them when n_entries <= topk,
+// else the topk best scores (ties to the lower index). q: [n_heads, head_dim] roped;
+// head_weights: [n_heads]; keys: [n_entries, head_dim]. Returns the count written to `selected`.
+int indexer_select(const IndexerWeights& w, const float* q, const float* head_weights, const float* keys,
+                   int n_entries, int32_t* selected, std::vector<float>& scores);
+
+}  // namespace deepinfer

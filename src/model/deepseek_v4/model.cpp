@@ -1,0 +1,260 @@
+#include "model/deepseek_v4/model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/check.h"
+#include "model/deepseek/yarn_rope.h"
+#include "model/deepseek_v4/indexer.h"
+#include "model/deepseek_v4/sink_attention.h"
+
+namespace deepinfer {
+namespace {
+
+template <typename T>
+T* sized(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
+// Per-thread buffers of one row's attention.
+struct RowScratch {
+  std::vector<float> keys, index_keys, scores, index_scores, token_kv, token_score, entry;
+  std::vector<int32_t> selected;
+};
+
+RowScratch& row_scratch() {
+  thread_local RowScratch s;
+  return s;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<DeepseekV4Model>> DeepseekV4Model::Load(const std::string& model_dir,
+                                                               const ModelOptions& options, Backend& backend) {
+  if (options.activation_dtype != DType::F32)
+    return Status::Error(model_dir + ": DeepSeek-V4 runs with f32 activations only (bf16 activations are not supported yet)");
+  DI_ASSIGN_OR_RETURN(DeepseekV4Config config, DeepseekV4Config::Load(model_dir));
+  DI_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(model_dir));
+  DI_ASSIGN_OR_RETURN(auto weights, DeepseekV4Weights::Bind(ckpt, config, model_dir));
+  return std::unique_ptr<DeepseekV4Model>(new DeepseekV4Model(std::move(config), std::move(ckpt), std::move(weights), backend));
+}
+
+DeepseekV4Model::DeepseekV4Model(DeepseekV4Config c, Checkpoint ckpt, std::unique_ptr<DeepseekV4Weights> w,
+                                 Backend& backend)
+    : config_(std::move(c)), ckpt_(std::move(ckpt)), weights_(std::move(w)), backend_(backend) {
+  const DeepseekV4Config& cf = config_;
+  slots_ = V4CacheSlots::make(std::vector<int>(cf.compress_ratios.begin(), cf.compress_ratios.begin() + cf.num_hidden_layers),
+                              cf.head_dim, cf.qk_rope_head_dim, cf.index_head_dim);
+  hc_ = {cf.hc_mult, cf.hidden_size, cf.hc_sinkhorn_iters, float(cf.hc_eps), float(cf.rms_norm_eps)};
+  window_inv_freq_ = yarn_inv_freq(cf.qk_rope_head_dim, cf.rope_theta, RopeScaling{});
+  compress_inv_freq_ = yarn_inv_freq(cf.qk_rope_head_dim, cf.compress_rope_theta, cf.rope_scaling);
+  info_.architecture = cf.architecture;
+  info_.vocab_size = cf.vocab_size;
+  info_.n_layers = cf.num_hidden_layers;
+  info_.max_position_embeddings = cf.max_position_embeddings;
+  info_.kv_lora_rank = slots_.latent_width;
+  info_.qk_rope_head_dim = slots_.rope_dim;
+  info_.eos_token_ids = cf.eos_token_ids;
+  info_.bos_token_id = cf.bos_token_id;
+  info_.n_params = weights_->n_params;
+  info_.n_weight_bytes = weights_->n_bytes;
+}
+
+void DeepseekV4Model::forward(const ForwardBatch& b, const KvCacheView& kv, float* logits) {
+  const DeepseekV4Config& c = config_;
+  const int64_t n = int64_t(b.n_rows()), d = c.hidden_size, hc = c.hc_mult;
+  DI_CHECK(kv.layer_base.size() == size_t(c.num_hidden_layers));
+  DI_CHECK(kv.layout.kv_lora_rank == slots_.latent_width && kv.layout.qk_rope_head_dim == slots_.rope_dim);
+  DI_CHECK(b.positions.size() == b.n_rows());
+  for (int64_t r = 0; r < n; ++r) {
+    DI_CHECK(b.token_ids[size_t(r)] >= 0 && b.token_ids[size_t(r)] < c.vocab_size);
+    DI_CHECK(b.positions[size_t(r)] >= 0 && b.positions[size_t(r)] < c.max_position_embeddings);
+  }
+  if (n == 0) return;
+  int32_t* row_seq = sized(s_.row_seq, size_t(n));
+  for (size_t si = 0; si < b.seqs.size(); ++si)
+    for (int32_t i = 0; i < b.seqs[si].n_new; ++i) row_seq[b.seqs[si].row_begin + i] = int32_t(si);
+
+  float* streams = sized(s_.streams, size_t(n * hc * d));
+  float* y = sized(s_.y, size_t(n * d));
+  float* xn = sized(s_.xn, size_t(n * d));
+  float* out = sized(s_.out, size_t(n * d));
+  float* post = sized(s_.post, size_t(n * hc));
+  float* comb = sized(s_.comb, size_t(n * hc * hc));
+  float* mixes = sized(s_.mixes, size_t(n * (2 + hc) * hc));
+  backend_.embed({&weights_->embed, b.token_ids.data(), n, y});
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t k = 0; k < hc; ++k) std::copy_n(y + r * d, d, streams + (r * hc + k) * d);
+
+  const float eps = float(c.rms_norm_eps);
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    const V4BlockWeights& L = weights_->layers[size_t(l)];
+    hc_pre(backend_, L.hc_attn, hc_, streams, n, y, post, comb, mixes);
+    backend_.rms_norm({y, d, xn, d, n, d, L.attn_norm.data(), eps});
+    attention(l, b, kv, xn, out);
+    hc_post(hc_, out, post, comb, n, streams);
+    hc_pre(backend_, L.hc_ffn, hc_, streams, n, y, post, comb, mixes);
+    backend_.rms_norm({y, d, xn, d, n, d, L.ffn_norm.data(), eps});
+    ffn(l, b, xn, out);
+    hc_post(hc_, out, post, comb, n, streams);
+  }
+
+  const int64_t n_out = int64_t(b.logit_rows.size());
+  for (int64_t i = 0; i < n_out; ++i) DI_CHECK(b.logit_rows[size_t(i)] >= 0 && b.logit_rows[size_t(i)] < n);
+  hc_head(backend_, weights_->hc_head, hc_, streams, b.logit_rows.data(), n_out, y, mixes);
+  backend_.rms_norm({y, d, xn, d, n_out, d, weights_->norm.data(), eps});
+  backend_.linear({xn, d, n_out, &weights_->head, logits, c.vocab_size});
+}
+
+void DeepseekV4Model::compress(const CompressorWeights& w, int inputs_kv, int inputs_score, int entry_offset,
+                               const ForwardBatch& b, uint8_t* layer_base, const KvCacheView& kv, const float* xn) {
+  const int64_t n = int64_t(b.n_rows()), width = int64_t(w.coff()) * w.dim;
+  const int rd = config_.qk_rope_head_dim;
+  float* ckv = sized(s_.ckv, size_t(n * width));
+  float* cscore = sized(s_.cscore, size_t(n * width));
+  compressor_token_inputs(backend_, w, xn, config_.hidden_size, n, b.positions.data(), ckv, cscore);
+  for (int64_t r = 0; r < n; ++r) {
+    const BatchSequence& s = b.seqs[size_t(s_.row_seq[size_t(r)])];
+    uint8_t* e = cache_entry(layer_base, kv.layout, kv.block_size, s.block_table, b.positions[size_t(r)]);
+    store_latent(e, kv.layout, inputs_kv, ckv + r * width, int(width));
+    store_latent(e, kv.layout, inputs_score, cscore + r * width, int(width));
+  }
+  // Rows that complete a group pool it from the cached inputs (so a group split across steps
+  // pools the same values as one computed in a single step).
+#pragma omp parallel for schedule(dynamic, 1) if (n > 1)
+  for (int64_t r = 0; r < n; ++r) {
+    const int32_t pos = b.positions[size_t(r)];
+    if ((pos + 1) % w.ratio != 0) continue;
+    const BatchSequence& s = b.seqs[size_t(s_.row_seq[size_t(r)])];
+    const int32_t group = (pos + 1) / w.ratio - 1;
+    const int n_prev = w.overlap && group > 0 ? w.ratio : 0;
+    const int32_t first = group * w.ratio - n_prev;
+    RowScratch& rs = row_scratch();
+    float* tkv = sized(rs.token_kv, size_t((n_prev + w.ratio) * width));
+    float* tscore = sized(rs.token_score, size_t((n_prev + w.ratio) * width));
+    for (int t = 0; t < n_prev + w.ratio; ++t) {
+      const uint8_t* e = cache_entry(layer_base, kv.layout, kv.block_size, s.block_table, first + t);
+      load_latent(e, kv.layout, inputs_kv, tkv + t * width, int(width));
+      load_latent(e, kv.layout, inputs_score, tscore + t * width, int(width));
+    }
+    float* entry = sized(rs.entry, size_t(w.dim));
+    compressor_pool(w, tkv, tscore, n_prev, entry);
+    backend_.rms_norm({entry, w.dim, entry, w.dim, 1, w.dim, w.norm.data(), float(config_.rms_norm_eps)});
+    const int32_t entry_pos = group * w.ratio;
+    backend_.rope({entry + w.dim - rd, 0, 0, 1, 1, rd, &entry_pos, compress_inv_freq_.data(), 1.0f});
+    store_latent(cache_entry(layer_base, kv.layout, kv.block_size, s.block_table, pos), kv.layout, entry_offset, entry,
+                 w.dim);
+  }
+}
+
+void DeepseekV4Model::attention(int layer, const ForwardBatch& b, const KvCacheView& kv, const float* xn,
+                                float* out) {
+  const DeepseekV4Config& c = config_;
+  const V4AttentionWeights& a = weights_->layers[size_t(layer)].attn;
+  const V4LayerSlots& slot = slots_.layers[size_t(layer)];
+  const int64_t n = int64_t(b.n_rows()), d = c.hidden_size, H = c.num_attention_heads, hd = c.head_dim;
+  const int rd = c.qk_rope_head_dim, ratio = a.compress_ratio;
+  const float eps = float(c.rms_norm_eps);
+  const float* inv_freq = ratio > 0 ? compress_inv_freq_.data() : window_inv_freq_.data();
+  const int32_t* pos = b.positions.data();
+  uint8_t* layer_base = kv.layer_base[size_t(layer)];
+
+  float* qr = sized(s_.qr, size_t(n * c.q_lora_rank));
+  backend_.linear({xn, d, n, &a.wq_a, qr, c.q_lora_rank});
+  backend_.rms_norm({qr, c.q_lora_rank, qr, c.q_lora_rank, n, c.q_lora_rank, a.q_norm.data(), eps});
+  float* q = sized(s_.q, size_t(n * H * hd));
+  backend_.linear({qr, c.q_lora_rank, n, &a.wq_b, q, H * hd});
+  for (int64_t i = 0; i < n * H; ++i) {  // each head RMS-normalized, without weight
+    float* qh = q + i * hd;
+    float sum_sq = 0;
+    for (int64_t j = 0; j < hd; ++j) sum_sq += qh[j] * qh[j];
+    const float inv = 1.0f / std::sqrt(sum_sq / float(hd) + eps);
+    for (int64_t j = 0; j < hd; ++j) qh[j] *= inv;
+  }
+  backend_.rope({q + hd - rd, H * hd, hd, n, int(H), rd, pos, inv_freq, 1.0f});
+  float* kvr = sized(s_.kv, size_t(n * hd));
+  backend_.linear({xn, d, n, &a.wkv, kvr, hd});
+  backend_.rms_norm({kvr, hd, kvr, hd, n, hd, a.kv_norm.data(), eps});
+  backend_.rope({kvr + hd - rd, hd, 0, n, 1, rd, pos, inv_freq, 1.0f});
+  for (int64_t r = 0; r < n; ++r) {
+    const BatchSequence& s = b.seqs[size_t(s_.row_seq[size_t(r)])];
+    uint8_t* e = cache_entry(layer_base, kv.layout, kv.block_size, s.block_table, pos[r]);
+    store_latent(e, kv.layout, slot.kv_nope, kvr + r * hd, int(hd - rd));
+    store_rope(e, kv.layout, kvr + r * hd + hd - rd);
+  }
+  if (ratio > 0) compress(a.compressor, slot.comp_kv, slot.comp_score, slot.comp_entry, b, layer_base, kv, xn);
+  const IndexerWeights& ix = a.indexer;
+  float* iq = nullptr;
+  float* iw = nullptr;
+  if (ratio == 4) {
+    compress(ix.compressor, slot.idx_kv, slot.idx_score, slot.idx_key, b, layer_base, kv, xn);
+    iq = sized(s_.iq, size_t(n * ix.n_heads * ix.head_dim));
+    backend_.linear({qr, c.q_lora_rank, n, &ix.wq_b, iq, int64_t(ix.n_heads) * ix.head_dim});
+    backend_.rope({iq + ix.head_dim - rd, int64_t(ix.n_heads) * ix.head_dim, ix.head_dim, n, ix.n_heads, rd, pos,
+                   inv_freq, 1.0f});
+    iw = sized(s_.iw, size_t(n * ix.n_heads));
+    backend_.linear({xn, d, n, &ix.weights_proj, iw, ix.n_heads});
+  }
+
+  float* o = sized(s_.o, size_t(n * H * hd));
+  const float scale = float(1.0 / std::sqrt(double(hd)));
+#pragma omp parallel for schedule(dynamic, 1) if (n > 1)
+  for (int64_t r = 0; r < n; ++r) {
+    const BatchSequence& s = b.seqs[size_t(s_.row_seq[size_t(r)])];
+    const int32_t p = pos[r];
+    const int32_t first = std::max(0, p - c.sliding_window + 1);
+    const int n_window = p - first + 1;
+    const int n_visible = ratio > 0 ? (p + 1) / ratio : 0;  // complete groups
+    RowScratch& rs = row_scratch();
+    int32_t* selected = sized(rs.selected, size_t(std::max(n_visible, 1)));
+    int n_selected = n_visible;
+    if (ratio == 4) {
+      float* keys = sized(rs.index_keys, size_t(n_visible) * size_t(ix.head_dim));
+      for (int w = 0; w < n_visible; ++w) {
+        const uint8_t* e = cache_entry(layer_base, kv.layout, kv.block_size, s.block_table, w * ratio + ratio - 1);
+        load_latent(e, kv.layout, slot.idx_key, keys + size_t(w) * size_t(ix.head_dim), ix.head_dim);
+      }
+      n_selected = indexer_select(ix, iq + r * ix.n_heads * ix.head_dim, iw + r * ix.n_heads, keys, n_visible,
+                                  selected, rs.index_scores);
+    } else {
+      for (int w = 0; w < n_visible; ++w) selected[w] = w;
+    }
+    float* keys = sized(rs.keys, size_t(n_window + n_selected) * size_t(hd));
+    for (int t = 0; t < n_window; ++t) {
+      const uint8_t* e = cache_entry(layer_base, kv.layout, kv.block_size, s.block_table, first + t);
+      load_latent(e, kv.layout, slot.kv_nope, keys + t * hd, int(hd - rd));
+      load_rope(e, kv.layout, keys + t * hd + hd - rd);
+    }
+    for (int i = 0; i < n_selected; ++i) {
+      const uint8_t* e = cache_entry(layer_base, kv.layout, kv.block_size, s.block_table, selected[i] * ratio + ratio - 1);
+      load_latent(e, kv.layout, slot.comp_entry, keys + (n_window + i) * hd, int(hd));
+    }
+    sink_attention(q + r * H * hd, int(H), int(hd), keys, n_window + n_selected, a.sink.data(), scale,
+                   o + r * H * hd, rs.scores);
+  }
+  int32_t* neg = sized(s_.neg_positions, size_t(n));
+  for (int64_t r = 0; r < n; ++r) neg[r] = -pos[r];
+  backend_.rope({o + hd - rd, H * hd, hd, n, int(H), rd, neg, inv_freq, 1.0f});  // RoPE by -position
+
+  const int64_t G = c.o_groups, o_lora = c.o_lora_rank, group_in = H * hd / G;
+  float* og = sized(s_.og, size_t(n * G * o_lora));
+  for (int64_t g = 0; g < G; ++g)
+    backend_.linear({o + g * group_in, H * hd, n, &a.wo_a[size_t(g)], og + g * o_lora, G * o_lora});
+  backend_.linear({og, G * o_lora, n, &a.wo_b, out, d});
+}
+
+void DeepseekV4Model::ffn(int layer, const ForwardBatch& b, const float* xn, float* out) {
+  const DeepseekV4Config& c = config_;
+  const V4BlockWeights& L = weights_->layers[size_t(layer)];
+  const int64_t n = int64_t(b.n_rows()), d = c.hidden_size, E = c.n_routed_experts, k = c.num_experts_per_tok;
+  float* logits = sized(s_.logits, size_t(n * E));
+  backend_.linear({xn, d, n, &L.gate, logits, E});
+  int32_t* ids = sized(s_.expert_ids, size_t(n * k));
+  float* weights = sized(s_.expert_weights, size_t(n * k));
+  for (int64_t r = 0; r < n; ++r) L.router.route(logits + r * E, b.token_ids[size_t(r)], ids + r * k, weights + r * k);
+  clamped_moe(backend_, L.experts, L.has_shared ? &L.shared : nullptr, float(c.swiglu_limit), xn, n, d, int(k), ids,
+              weights, out, s_.moe);
+}
+
+}  // namespace deepinfer

@@ -1,0 +1,64 @@
+// DeepseekV4Model: DeepSeek-V4 (DeepseekV4ForCausalLM) forward pass on a Backend in f32, with
+// weights dequantized in the kernels, wiring the parts of this folder: hyper-connections around
+// every sublayer, attention with sinks over a sliding window plus compressed entries (all of
+// them at HCA layers, the indexer's top-k at CSA layers), grouped low-rank output, and the
+// sqrtsoftplus / hash-routed MoE with clamped routed experts. Its per-token state lives in the
+// engine's paged cache as cache_slots.h lays it out, written before it is read, so a row's
+// result depends only on its own sequence (batch invariance, chunking, prefix caching).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "model/causal_lm.h"
+#include "model/deepseek_v4/cache_slots.h"
+#include "model/deepseek_v4/clamped_moe.h"
+#include "model/deepseek_v4/config.h"
+#include "model/deepseek_v4/weights.h"
+#include "model/safetensors.h"
+
+namespace deepinfer {
+
+class DeepseekV4Model final : public CausalLM {
+ public:
+  static Result<std::unique_ptr<DeepseekV4Model>> Load(const std::string& model_dir, const ModelOptions& options,
+                                                        Backend& backend);
+
+  const CausalLMInfo& info() const override { return info_; }
+  void forward(const ForwardBatch& batch, const KvCacheView& kv, float* logits) override;
+
+  const DeepseekV4Config& config() const { return config_; }
+  const DeepseekV4Weights& weights() const { return *weights_; }
+  const V4CacheSlots& cache_slots() const { return slots_; }
+
+ private:
+  DeepseekV4Model(DeepseekV4Config c, Checkpoint ckpt, std::unique_ptr<DeepseekV4Weights> w, Backend& backend);
+
+  // xn: the sublayer's normed input [n, hidden]; out: [n, hidden].
+  void attention(int layer, const ForwardBatch& b, const KvCacheView& kv, const float* xn, float* out);
+  void ffn(int layer, const ForwardBatch& b, const float* xn, float* out);
+  // Writes each row's compressor inputs, then the entries of the groups that rows complete.
+  void compress(const CompressorWeights& w, int inputs_kv, int inputs_score, int entry_offset,
+                const ForwardBatch& b, uint8_t* layer_base, const KvCacheView& kv, const float* xn);
+
+  DeepseekV4Config config_;
+  Checkpoint ckpt_;  // owns the mappings the weights point into
+  std::unique_ptr<DeepseekV4Weights> weights_;
+  Backend& backend_;
+  V4CacheSlots slots_;
+  HyperConnectionDims hc_;
+  std::vector<float> window_inv_freq_;    // [rope / 2] rope_theta, sliding-only layers
+  std::vector<float> compress_inv_freq_;  // [rope / 2] compress_rope_theta with YaRN
+  CausalLMInfo info_;
+
+  struct Scratch {  // reused across steps; sized on demand
+    std::vector<float> streams, y, xn, out, post, comb, mixes, qr, q, kv, o, og, ckv, cscore, iq, iw, logits,
+        expert_weights;
+    std::vector<int32_t> expert_ids, row_seq, neg_positions;
+    ClampedMoeScratch moe;
+  } s_;
+};
+
+}  // namespace deepinfer

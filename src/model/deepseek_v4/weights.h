@@ -1,0 +1,77 @@
+// The tensors of a DeepSeek-V4 checkpoint in the published layout (no "model." prefix:
+// embed.weight, layers.N.attn.wq_a.weight, ..., mtp.0.*), bound by name with every shape and
+// dtype checked against the config; errors name the file and tensor. Linear weights stay in the
+// checkpoint's mapping in stored precision (BF16, or F8_E4M3 with UE8M0 block scales, converted
+// to f32 scales); FP4 e2m1 routed experts (I8 packed nibbles, UE8M0 scales per 32) are expanded
+// to bf16 at load, which holds every FP4 value times a power of two exactly.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "model/deepseek_v4/clamped_moe.h"
+#include "model/deepseek_v4/compressor.h"
+#include "model/deepseek_v4/config.h"
+#include "model/deepseek_v4/hyper_connection.h"
+#include "model/deepseek_v4/indexer.h"
+#include "model/deepseek_v4/sqrtsoftplus_router.h"
+#include "model/safetensors.h"
+
+namespace deepinfer {
+
+struct V4AttentionWeights {
+  int compress_ratio = 0;          // 0: sliding window only; 4: CSA (+ indexer); else HCA
+  LinearWeight wq_a;               // [q_lora_rank, hidden]
+  std::vector<float> q_norm;       // [q_lora_rank]
+  LinearWeight wq_b;               // [heads * head_dim, q_lora_rank]
+  LinearWeight wkv;                // [head_dim, hidden]
+  std::vector<float> kv_norm;      // [head_dim]
+  std::vector<LinearWeight> wo_a;  // [o_groups], each rows g * o_lora_rank.. of wo_a: [o_lora_rank, heads * head_dim / o_groups]
+  LinearWeight wo_b;               // [hidden, o_groups * o_lora_rank]
+  std::vector<float> sink;         // [heads] attn_sink
+  CompressorWeights compressor;    // compress_ratio > 0
+  IndexerWeights indexer;          // compress_ratio == 4
+};
+
+struct V4BlockWeights {
+  std::vector<float> attn_norm;  // [hidden]
+  std::vector<float> ffn_norm;   // [hidden]
+  HyperConnectionWeights hc_attn, hc_ffn;
+  V4AttentionWeights attn;
+  LinearWeight gate;             // [n_routed_experts, hidden] ffn.gate.weight
+  SqrtSoftplusRouter router;
+  std::vector<ExpertWeights> experts;  // [n_routed_experts]
+  bool has_shared = false;
+  ExpertWeights shared;          // n_shared_experts * moe_intermediate_size wide
+};
+
+// The multi-token-prediction block (mtp.N): loaded and checked, not run by the main model.
+struct V4MtpWeights {
+  std::vector<float> enorm, hnorm, norm;  // [hidden]
+  LinearWeight e_proj, h_proj;            // [hidden, hidden]
+  HyperConnectionWeights hc_head;
+  V4BlockWeights block;
+};
+
+struct DeepseekV4Weights {
+  LinearWeight embed;  // [vocab, hidden]
+  std::vector<V4BlockWeights> layers;
+  HyperConnectionWeights hc_head;
+  std::vector<float> norm;  // [hidden]
+  LinearWeight head;        // [vocab, hidden]
+  std::vector<V4MtpWeights> mtp;
+  size_t n_params = 0;  // parameters in the checkpoint (FP4: two per byte), MTP included
+  size_t n_bytes = 0;   // their stored bytes
+
+  static Result<std::unique_ptr<DeepseekV4Weights>> Bind(const Checkpoint& ckpt, const DeepseekV4Config& c,
+                                                         const std::string& model_dir);
+
+ private:
+  std::deque<std::vector<uint8_t>> owned_;  // realigned tensors, f32 scales, bf16 expansions of FP4
+  friend class V4WeightBinder;
+};
+
+}  // namespace deepinfer

@@ -1,0 +1,155 @@
+// The engine on DeepSeek-V4 (tests/data/models/tiny-v4, tiny-v4-fp8, copied from the shared
+// fixtures; golden.json from DeepSeek's inference/model.py and transformers'
+// DeepseekV4ForCausalLM in float32, which agree to 1e-5): golden ids and logprobs with an f32
+// cache; the same ids with the default bf16 cache; bitwise the same outputs at chunk sizes that
+// cut compression groups anywhere, from a warm prefix cache at every block boundary, among other
+// requests and under preemption.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+#include <omp.h>
+
+#include "engine/engine_core.h"
+#include "engine_test_util.h"
+#include "model/loader.h"
+
+namespace deepinfer::test {
+namespace {
+
+// One OpenMP thread: the tiny models' ops are far smaller than a barrier on a shared machine.
+const bool kOneThread = [] {
+  omp_set_num_threads(1);
+  return true;
+}();
+
+struct GoldenStep {
+  int32_t token;
+  double logprob;
+  std::vector<std::pair<int32_t, double>> top5;
+};
+struct GoldenCase {
+  std::vector<int32_t> prompt;
+  std::vector<GoldenStep> steps;
+};
+
+std::vector<GoldenCase> load_golden(const std::string& model) {
+  std::ifstream f("tests/data/models/" + model + "/golden.json");
+  EXPECT_TRUE(f.good()) << "tests/data/models/" << model << "/golden.json (run from the project root)";
+  const auto j = nlohmann::json::parse(f);
+  std::vector<GoldenCase> cases;
+  for (const auto& c : j.at("cases")) {
+    GoldenCase g;
+    g.prompt = c.at("prompt_ids").get<std::vector<int32_t>>();
+    for (const auto& s : c.at("steps")) {
+      GoldenStep step{s.at("token").get<int32_t>(), s.at("logprob").get<double>(), {}};
+      for (const auto& t : s.at("top5")) step.top5.emplace_back(t.at(0).get<int32_t>(), t.at(1).get<double>());
+      g.steps.push_back(std::move(step));
+    }
+    cases.push_back(std::move(g));
+  }
+  return cases;
+}
+
+std::unique_ptr<CausalLM> load(const std::string& model) {
+  auto m = load_causal_lm("tests/data/models/" + model);
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  return std::move(m).value();
+}
+
+std::vector<Request> golden_requests(const std::vector<GoldenCase>& cases) {
+  std::vector<Request> out;
+  for (const auto& c : cases) {
+    Request r;
+    r.prompt_token_ids = c.prompt;
+    r.params.temperature = 0;
+    r.params.max_tokens = int(c.steps.size());
+    r.params.ignore_eos = true;
+    r.params.top_logprobs = 5;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+EngineOptions options(DType kv, int chunk, int block_size = 64) {
+  EngineOptions o;
+  o.kv_cache_dtype = kv;
+  o.max_num_batched_tokens = chunk;
+  o.block_size = block_size;
+  o.kv_cache_memory_bytes = size_t(64) << 20;
+  return o;
+}
+
+// Ids must match; returns the largest |logprob - golden| over chosen tokens and the top 5.
+double golden_error(const std::vector<GoldenCase>& cases, const std::vector<CompletedRequest>& out, bool logprobs) {
+  double worst = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const CompletedSample& s = out[i].samples.at(0);
+    EXPECT_EQ(s.token_ids.size(), cases[i].steps.size());
+    for (size_t t = 0; t < std::min(s.token_ids.size(), cases[i].steps.size()); ++t) {
+      const GoldenStep& g = cases[i].steps[t];
+      EXPECT_EQ(s.token_ids[t], g.token) << "case " << i << " step " << t;
+      if (!logprobs) continue;
+      worst = std::max(worst, std::fabs(s.logprobs[t].logprob - g.logprob));
+      for (size_t k = 0; k < 5; ++k) {
+        EXPECT_EQ(s.logprobs[t].top[k].token, g.top5[k].first) << "case " << i << " step " << t << " rank " << k;
+        worst = std::max(worst, std::fabs(s.logprobs[t].top[k].logprob - g.top5[k].second));
+      }
+    }
+  }
+  return worst;
+}
+
+class GoldenV4 : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(GoldenV4, F32CacheMatchesTheReferenceAndBf16CacheTheIds) {
+  const auto cases = load_golden(GetParam());
+  const auto model = load(GetParam());
+  const auto requests = golden_requests(cases);
+  const double err = golden_error(cases, run_alone(*model, options(DType::F32, 2048), requests), true);
+  std::printf("%s: max |logprob - golden| with an f32 KV cache: %.2e\n", GetParam().c_str(), err);
+  EXPECT_LT(err, 1e-3);
+  golden_error(cases, run_alone(*model, options(DType::BF16, 2048), requests), false);
+}
+
+// Chunk sizes 1, 3, 5, 7 and 64 cut the ratio-4 and ratio-128 groups and the 16-token window at
+// every offset; block size 16 gives prefix hits at every block boundary of the warm run.
+TEST_P(GoldenV4, ChunkedPrefillAndPrefixCacheAreBitwiseTheSame) {
+  const auto model = load(GetParam());
+  const auto requests = golden_requests(load_golden(GetParam()));
+  const auto alone = run_alone(*model, options(DType::F32, 2048), requests);
+  for (int chunk : {1, 3, 5, 7, 64}) {
+    auto core = make_core(*model, options(DType::F32, chunk, 16));
+    const std::string what = GetParam() + ", together, chunk " + std::to_string(chunk);
+    expect_same_outputs(alone, run_to_completion(*core, requests), what.c_str());
+    expect_same_outputs(alone, run_to_completion(*core, requests, 100), (what + ", warm prefix cache").c_str());
+    EXPECT_GT(core->stats().n_prefix_hit_tokens, 100u) << what;
+  }
+}
+
+// The golden cases among 40 other requests (sampled, n > 1, shared prefixes), in a cache small
+// enough to preempt, with the default bf16 cache.
+TEST_P(GoldenV4, BatchInvariantAmongOthersAndUnderPreemption) {
+  const auto model = load(GetParam());
+  const auto requests = golden_requests(load_golden(GetParam()));
+  const auto alone = run_alone(*model, options(DType::BF16, 2048), requests);
+  auto all = requests;
+  const auto others = varied_requests(40, 17, model->info().vocab_size);
+  all.insert(all.end(), others.begin(), others.end());
+  EngineOptions tight = options(DType::BF16, 96, 16);
+  const MlaCacheLayout layout{DType::BF16, model->info().kv_lora_rank, model->info().qk_rope_head_dim};
+  tight.kv_cache_memory_bytes = size_t(1400) * size_t(model->info().n_layers) * layout.bytes_per_token();
+  auto core = make_core(*model, tight);
+  auto together = run_to_completion(*core, all);
+  EXPECT_GT(core->stats().n_preemptions, 0u);
+  together.resize(requests.size());
+  expect_same_outputs(alone, together, (GetParam() + ", among 40 others with preemption").c_str());
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, GoldenV4, ::testing::Values("tiny-v4", "tiny-v4-fp8"));
+
+}  // namespace
+}  // namespace deepinfer::test

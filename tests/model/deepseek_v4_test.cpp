@@ -1,0 +1,184 @@
+// DeepSeek-V4 loading and its parts on their own: the published config form (errors name the
+// field), the fixtures' tensors bound by published name (errors name the file and tensor), the
+// FP4/FP8 dequantization rules of the fixtures' README, the Sinkhorn normalization, and the
+// per-token cache layout's arithmetic.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/mapped_file.h"
+#include "model/deepseek_v4/block_scaled_weights.h"
+#include "model/deepseek_v4/cache_slots.h"
+#include "model/deepseek_v4/hyper_connection.h"
+#include "model/deepseek_v4/model.h"
+#include "model/loader.h"
+#include "safetensors_writer.h"
+
+namespace deepinfer {
+namespace {
+
+nlohmann::json fixture_config(const std::string& model) {
+  return nlohmann::json::parse(read_text_file("tests/data/models/" + model + "/config.json").value());
+}
+
+std::string config_error(const nlohmann::json& j) {
+  auto c = DeepseekV4Config::FromJson(j, "config.json");
+  EXPECT_FALSE(c.ok());
+  return c.ok() ? "" : c.status().message();
+}
+
+TEST(DeepseekV4Config, ThePublishedFormParses) {
+  auto c = DeepseekV4Config::FromJson(fixture_config("tiny-v4-fp8"), "config.json");
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->compress_ratios, (std::vector<int>{0, 4, 128, 4, 0}));
+  EXPECT_EQ(c->num_hash_layers, 1);
+  EXPECT_EQ(c->sliding_window, 16);
+  EXPECT_TRUE(c->quant.enabled);
+  EXPECT_TRUE(c->rope_scaling.yarn);
+  EXPECT_EQ(c->rope_scaling.original_max_position_embeddings, 256);
+  EXPECT_DOUBLE_EQ(c->compress_rope_theta, 160000);
+  EXPECT_DOUBLE_EQ(c->swiglu_limit, 2.0);
+}
+
+TEST(DeepseekV4Config, UnknownAndMalformedFieldsAreNamed) {
+  auto j = fixture_config("tiny-v4");
+  j["engram_layers"] = {1, 2};
+  EXPECT_NE(config_error(j).find("field 'engram_layers' is not known"), std::string::npos);
+  j = fixture_config("tiny-v4");
+  j["compress_ratios"] = {0, 4, 128, 4};
+  EXPECT_NE(config_error(j).find("'compress_ratios' must list 5 integers"), std::string::npos);
+  j = fixture_config("tiny-v4");
+  j["scoring_func"] = "sigmoid";
+  EXPECT_NE(config_error(j).find("scoring_func 'sigmoid' is not supported"), std::string::npos);
+  j = fixture_config("tiny-v4-fp8");
+  j["quantization_config"]["scale_fmt"] = "f32";
+  EXPECT_NE(config_error(j).find("scale_fmt 'f32' is not supported"), std::string::npos);
+  j = fixture_config("tiny-v4");
+  j["o_groups"] = 3;
+  EXPECT_NE(config_error(j).find("divisible by o_groups"), std::string::npos);
+}
+
+TEST(DeepseekV4Weights, FixturesLoadByArchitecture) {
+  for (const std::string name : {"tiny-v4", "tiny-v4-fp8"}) {
+    auto m = load_causal_lm("tests/data/models/" + name);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    EXPECT_EQ((*m)->info().architecture, "DeepseekV4ForCausalLM");
+    EXPECT_EQ((*m)->info().n_layers, 4);
+    const auto& w = static_cast<const DeepseekV4Model&>(**m).weights();
+    EXPECT_EQ(w.mtp.size(), 1u);  // loaded and set aside
+    EXPECT_TRUE(w.layers[0].router.hashed());
+    EXPECT_FALSE(w.layers[1].router.hashed());
+    EXPECT_EQ(w.layers[2].attn.compressor.ratio, 128);
+    EXPECT_EQ(w.layers[1].attn.indexer.topk, 4);
+    EXPECT_EQ(w.layers[1].attn.wo_a.size(), 2u);
+  }
+}
+
+// The fixture's checkpoint with one tensor's header entry changed (same byte length).
+std::string error_with(const std::string& model, const std::string& tensor, const nlohmann::json& change) {
+  const std::string src = "tests/data/models/" + model;
+  const std::string bytes = read_text_file(src + "/model.safetensors").value();
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= uint64_t(uint8_t(bytes[size_t(i)])) << (8 * i);
+  auto header = nlohmann::json::parse(bytes.substr(8, n));
+  if (change.is_string()) {
+    header[change.get<std::string>()] = header[tensor];
+    header.erase(tensor);
+  } else {
+    header[tensor].update(change);
+  }
+  testing::TempDir dir("v4-weights");
+  testing::write_file(dir.path() / "config.json", read_text_file(src + "/config.json").value());
+  std::string text = header.dump();
+  text.resize((text.size() + 7) / 8 * 8, ' ');
+  testing::write_file(dir.path() / "model.safetensors", testing::safetensors_image(text, bytes.substr(8 + n)));
+  auto m = load_causal_lm(dir.path().string());
+  EXPECT_FALSE(m.ok());
+  return m.ok() ? "" : m.status().message();
+}
+
+TEST(DeepseekV4Weights, BrokenTensorsAreNamed) {
+  std::string e = error_with("tiny-v4", "layers.2.attn.compressor.ape", nlohmann::json("layers.2.attn.compressor.bias"));
+  EXPECT_NE(e.find("tensor 'layers.2.attn.compressor.ape' is missing"), std::string::npos) << e;
+  e = error_with("tiny-v4", "layers.1.attn.wkv.weight", {{"shape", {64, 256}}});
+  EXPECT_NE(e.find("model.safetensors: tensor 'layers.1.attn.wkv.weight' (BF16) has shape [64, 256], expected [128, 128]"),
+            std::string::npos)
+      << e;
+  e = error_with("tiny-v4-fp8", "layers.1.ffn.experts.3.w2.scale", {{"dtype", "I8"}});
+  EXPECT_NE(e.find("tensor 'layers.1.ffn.experts.3.w2.scale' must be F8_E8M0, is I8"), std::string::npos) << e;
+  e = error_with("tiny-v4-fp8", "layers.0.attn.wq_b.weight", {{"dtype", "I8"}});
+  EXPECT_NE(e.find("tensor 'layers.0.attn.wq_b.weight' must be BF16, F16, F32 or F8_E4M3, is I8"), std::string::npos) << e;
+}
+
+// Expected values by the README's rule: nibble (low first) -> E2M1 table, times 2^(e - 127).
+TEST(BlockScaledWeights, Fp4NibblesAndUe8m0Scales) {
+  std::vector<uint8_t> packed(16), scales = {127 + 2};  // one row of 32 inputs, scale 4
+  packed[0] = 0x71;                                      // j=0: nibble 1 (0.5), j=1: nibble 7 (6)
+  packed[1] = 0xF8;                                      // j=2: nibble 8 (-0), j=3: nibble 15 (-6)
+  packed[15] = 0x2D;                                     // j=30: nibble 13 (-3), j=31: nibble 2 (1)
+  std::vector<uint16_t> out(32);
+  fp4_e2m1_to_bf16(packed.data(), scales.data(), 1, 32, out.data());
+  EXPECT_EQ(bf16_to_f32(out[0]), 2.0f);
+  EXPECT_EQ(bf16_to_f32(out[1]), 24.0f);
+  EXPECT_EQ(bf16_to_f32(out[2]), 0.0f);
+  EXPECT_TRUE(std::signbit(bf16_to_f32(out[2])));
+  EXPECT_EQ(bf16_to_f32(out[3]), -24.0f);
+  EXPECT_EQ(bf16_to_f32(out[4]), 0.0f);
+  EXPECT_EQ(bf16_to_f32(out[30]), -12.0f);
+  EXPECT_EQ(bf16_to_f32(out[31]), 4.0f);
+  float s[3];
+  const uint8_t e[3] = {127, 0, 134};
+  ue8m0_to_f32(e, 3, s);
+  EXPECT_EQ(s[0], 1.0f);
+  EXPECT_EQ(s[1], std::ldexp(1.0f, -127));
+  EXPECT_EQ(s[2], 128.0f);
+}
+
+// Sinkhorn-normalized mixing: after 20 iterations every row and column of comb sums to ~1
+// (the manifold the method constrains the residual mixing to).
+TEST(HyperConnection, CombIsDoublyStochastic) {
+  const int hc = 4;
+  const int64_t hidden = 8;
+  HyperConnectionWeights w;
+  std::vector<float> fn(size_t((2 + hc) * hc * hc * hidden));
+  for (size_t i = 0; i < fn.size(); ++i) fn[i] = std::sin(float(i) * 0.37f);
+  w.fn = LinearWeight{DType::F32, fn.data(), (2 + hc) * hc, hc * hidden, nullptr, 128, 128};
+  w.base.assign(size_t((2 + hc) * hc), 0.1f);
+  w.scale = {1.0f, 1.0f, 1.0f};
+  std::vector<float> streams(static_cast<size_t>(hc * hidden)), y(static_cast<size_t>(hidden)), post(hc), comb(hc * hc), mixes(64);
+  for (size_t i = 0; i < streams.size(); ++i) streams[i] = std::cos(float(i));
+  const HyperConnectionDims d{hc, hidden, 20, 1e-6f, 1e-6f};
+  hc_pre(cpu_backend(), w, d, streams.data(), 1, y.data(), post.data(), comb.data(), mixes.data());
+  for (int j = 0; j < hc; ++j) {
+    float row = 0, col = 0;
+    for (int k = 0; k < hc; ++k) row += comb[size_t(j * hc + k)], col += comb[size_t(k * hc + j)];
+    EXPECT_NEAR(row, 1.0f, 1e-3f);
+    EXPECT_NEAR(col, 1.0f, 1e-5f);
+    EXPECT_GT(post[size_t(j)], 0.0f);
+    EXPECT_LT(post[size_t(j)], 2.0f);
+  }
+}
+
+// Per-token cache bytes: the widest layer (CSA) holds its K=V non-rope part, the compressor's
+// and the indexer's per-token inputs and entries, each region rounded up to 128 elements.
+TEST(V4CacheSlots, BytesPerTokenArithmetic) {
+  // tiny-v4: head_dim 128, rope 64, index_head_dim 64.
+  V4CacheSlots s = V4CacheSlots::make({0, 4, 128, 4}, 128, 64, 64);
+  // CSA: 128 (64 nope) + 256 + 256 (compressor kv, score) + 128 (entry) + 128 + 128 (indexer) + 128 (key).
+  EXPECT_EQ(s.latent_width, 128 + 256 + 256 + 128 + 128 + 128 + 128);
+  EXPECT_EQ(s.layers[0].comp_kv, -1);
+  EXPECT_EQ(s.layers[2].idx_key, -1);
+  EXPECT_EQ((MlaCacheLayout{DType::F32, s.latent_width, 64}.bytes_per_token()), size_t(1152 + 64) * 4);
+  EXPECT_EQ((MlaCacheLayout{DType::BF16, s.latent_width, 64}.bytes_per_token()), size_t(1152 + 64) * 2);
+  EXPECT_EQ((MlaCacheLayout{DType::F8_E4M3, s.latent_width, 64}.bytes_per_token()), size_t(1152 + 9 * 4 + 64 * 2));
+  // V4-Flash: head_dim 512, rope 64, index_head_dim 128: 512 (448 nope) + 1024 + 1024 + 512 + 256 + 256 + 128.
+  s = V4CacheSlots::make({0, 4, 128}, 512, 64, 128);
+  EXPECT_EQ(s.latent_width, 512 + 1024 + 1024 + 512 + 256 + 256 + 128);
+  EXPECT_EQ(s.layers[2].comp_entry, 512 + 512 + 512);
+}
+
+}  // namespace
+}  // namespace deepinfer
