@@ -14,7 +14,7 @@ size_t GrammarAutomaton::KeyHash::operator()(const std::vector<uint32_t>& v) con
 
 GrammarAutomaton::GrammarAutomaton(std::shared_ptr<const Grammar> grammar, AutomatonLimits limits)
     : grammar_(std::move(grammar)), limits_(limits) {
-  nodes_.push_back({0, 0, 0});
+  nodes_.push_back({0, 0});
   mark_.push_back(0);
   ++generation_;
   scratch_leaves_.clear();
@@ -41,7 +41,7 @@ uint32_t GrammarAutomaton::intern_node(uint32_t pos, uint32_t parent) {
            " parse stack nodes");
       return UINT32_MAX;
     }
-    nodes_.push_back({pos, parent, nodes_[parent].depth + 1});
+    nodes_.push_back({pos, parent});
     mark_.push_back(0);
   }
   return it->second;
@@ -101,11 +101,9 @@ int32_t GrammarAutomaton::intern_state() {
     fail("grammar matcher: more than " + std::to_string(limits_.max_states) + " parser states");
     return kDead;
   }
-  State s{uint32_t(leaves_.size()), uint32_t(scratch_leaves_.size()), scratch_accept_, {},
-          scratch_accept_ ? 0u : UINT32_MAX};
+  State s{uint32_t(leaves_.size()), uint32_t(scratch_leaves_.size()), scratch_accept_, {}};
   for (uint32_t leaf : scratch_leaves_) {
     s.next |= grammar_->byte_sets[grammar_->elements[nodes_[leaf].pos].value];
-    s.min_depth = std::min(s.min_depth, nodes_[leaf].depth);
   }
   leaves_.insert(leaves_.end(), scratch_leaves_.begin(), scratch_leaves_.end());
   const int32_t id = int32_t(states_.size());
@@ -152,6 +150,32 @@ int32_t GrammarAutomaton::walk(int32_t state, std::string_view bytes) {
     state = step(state, uint8_t(c));
   }
   return state;
+}
+
+}  // namespace deepinfer::grammar
+
+namespace deepinfer::grammar {
+
+uint32_t GrammarAutomaton::bytes_to_accept(int32_t state, size_t max_visits) {
+  auto it = bytes_to_accept_.find(state);
+  if (it != bytes_to_accept_.end()) return it->second;
+  std::vector<std::pair<int32_t, uint32_t>> queue{{state, 0}};
+  std::unordered_map<int32_t, bool> seen{{state, true}};
+  uint32_t found = kFar;
+  for (size_t head = 0; head < queue.size() && found == kFar && status_.ok(); ++head) {
+    const auto [s, d] = queue[head];
+    if (accepts(s)) {
+      found = d;
+      break;
+    }
+    for (unsigned b = 0; b < 256 && seen.size() < max_visits; ++b) {
+      if (!next_bytes(s).contains(uint8_t(b))) continue;
+      const int32_t t = step(s, uint8_t(b));
+      if (t != kDead && seen.emplace(t, true).second) queue.push_back({t, d + 1});
+    }
+  }
+  bytes_to_accept_.emplace(state, found);
+  return found;
 }
 
 }  // namespace deepinfer::grammar

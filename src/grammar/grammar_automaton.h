@@ -53,8 +53,11 @@ class GrammarAutomaton {
   bool accepts(int32_t state) const { return states_[size_t(state)].accept; }
   // Bytes that some live parse can take next; empty when the sentence cannot be extended.
   const ByteSet& next_bytes(int32_t state) const { return states_[size_t(state)].next; }
-  // The fewest frames on a live stack: 0 when `state` accepts; a rough distance to the end.
-  uint32_t min_depth(int32_t state) const { return states_[size_t(state)].min_depth; }
+  // The fewest bytes that lead from `state` to an accepting state (0 when it accepts), found by a
+  // breadth-first search over at most max_visits states and memoized; kFar when none is found
+  // within that many.
+  static constexpr uint32_t kFar = UINT32_MAX;
+  uint32_t bytes_to_accept(int32_t state, size_t max_visits = 4096);
   size_t n_states() const { return states_.size(); }
   const Status& status() const { return status_; }
 
@@ -63,13 +66,11 @@ class GrammarAutomaton {
   struct Node {
     uint32_t pos;
     uint32_t parent;
-    uint32_t depth;
   };
   struct State {
     uint32_t first_leaf, n_leaves;  // into leaves_
     bool accept;
     ByteSet next;
-    uint32_t min_depth;
   };
   struct KeyHash {
     size_t operator()(const std::vector<uint32_t>& v) const;
@@ -93,6 +94,7 @@ class GrammarAutomaton {
   std::unordered_map<std::vector<uint32_t>, int32_t, KeyHash> state_ids_;
   std::vector<int32_t> table_of_;  // per state: its table in tables_, or -1
   std::vector<int32_t> tables_;    // 256 transitions per table
+  std::unordered_map<int32_t, uint32_t> bytes_to_accept_;
   int32_t initial_ = kDead;
   // Scratch of one step.
   std::vector<uint32_t> scratch_leaves_;

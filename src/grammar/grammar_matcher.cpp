@@ -111,9 +111,9 @@ bool GrammarMatcher::is_terminated() const {
                                   automaton_.next_bytes(state).empty());
 }
 
-uint32_t GrammarMatcher::nesting_depth() const {
+uint32_t GrammarMatcher::min_bytes_to_end() {
   const int32_t state = current();
-  return state >= 0 ? automaton_.min_depth(state) : 0;
+  return state >= 0 ? automaton_.bytes_to_accept(state) : 0;
 }
 
 }  // namespace deepinfer::grammar

@@ -20,9 +20,11 @@ const std::set<std::string> kAnnotations = {
     "deprecated", "readOnly", "writeOnly", "contentEncoding", "contentMediaType", "$defs",
     "definitions"};
 const std::set<std::string> kObjectKeywords = {"properties", "required", "additionalProperties",
-                                               "minProperties", "maxProperties"};
+                                               "unevaluatedProperties", "minProperties",
+                                               "maxProperties"};
 const std::set<std::string> kArrayKeywords = {"items", "prefixItems", "additionalItems",
-                                              "minItems", "maxItems", "uniqueItems"};
+                                              "unevaluatedItems", "minItems", "maxItems",
+                                              "uniqueItems"};
 const std::set<std::string> kStringKeywords = {"minLength", "maxLength", "pattern", "format"};
 const std::set<std::string> kNumberKeywords = {"minimum", "maximum", "exclusiveMinimum",
                                                "exclusiveMaximum", "multipleOf"};
@@ -290,17 +292,32 @@ class Compiler {
     if (s.contains("$ref")) {
       DI_ASSIGN_OR_RETURN(const json* target, resolve(s["$ref"], path));
       DI_ASSIGN_OR_RETURN(json t, flatten(*target, s["$ref"].get<std::string>(), depth + 1));
-      DI_ASSIGN_OR_RETURN(out, merge(t, out, path));
+      DI_ASSIGN_OR_RETURN(out, merge(localize_unevaluated(std::move(t)), out, path));
     }
     if (s.contains("allOf")) {
       const json& all = s["allOf"];
       if (!all.is_array() || all.empty()) return Status::Error("'allOf' at " + path + " is not a non-empty array");
       for (size_t i = 0; i < all.size(); ++i) {
         DI_ASSIGN_OR_RETURN(json t, flatten(all[i], path + "/allOf/" + std::to_string(i), depth + 1));
-        DI_ASSIGN_OR_RETURN(out, merge(out, t, path));
+        DI_ASSIGN_OR_RETURN(out, merge(out, localize_unevaluated(std::move(t)), path));
       }
     }
     return out;
+  }
+
+  // A flattened subschema about to be merged into another: its unevaluatedProperties /
+  // unevaluatedItems see only its own properties and items (its scope), so they become
+  // additionalProperties / the items after its prefix before the merge mixes scopes.
+  static json localize_unevaluated(json t) {
+    if (t.contains("unevaluatedProperties")) {
+      if (!t.contains("additionalProperties")) t["additionalProperties"] = t["unevaluatedProperties"];
+      t.erase("unevaluatedProperties");
+    }
+    if (t.contains("unevaluatedItems")) {
+      if (!t.contains("items") && !t.contains("additionalItems")) t["items"] = t["unevaluatedItems"];
+      t.erase("unevaluatedItems");
+    }
+    return t;
   }
 
   static unsigned type_bits_of(const json& t) {
@@ -359,10 +376,23 @@ class Compiler {
     };
     const bool a_closed = a.contains("additionalProperties") && a["additionalProperties"] != json(true);
     const bool b_closed = b.contains("additionalProperties") && b["additionalProperties"] != json(true);
-    if ((a_closed && !std::includes(declared(a).begin(), declared(a).end(), declared(b).begin(), declared(b).end())) ||
-        (b_closed && !std::includes(declared(b).begin(), declared(b).end(), declared(a).begin(), declared(a).end()))) {
+    const std::set<std::string> a_names = declared(a), b_names = declared(b);
+    if ((a_closed && !std::includes(a_names.begin(), a_names.end(), b_names.begin(), b_names.end())) ||
+        (b_closed && !std::includes(b_names.begin(), b_names.end(), a_names.begin(), a_names.end()))) {
       return Status::Error("'allOf' at " + path +
                            ": 'additionalProperties' in one branch with other properties in another is not supported");
+    }
+    // items after a prefix count from that schema's own prefix: they do not combine across.
+    auto tuple_part = [](const json& s) {
+      return json{{"prefixItems", s.value("prefixItems", json())}, {"items", s.value("items", json())},
+                  {"additionalItems", s.value("additionalItems", json())}};
+    };
+    const bool a_tuple = a.contains("prefixItems") || a.contains("additionalItems") || (a.contains("items") && a["items"].is_array());
+    const bool b_tuple = b.contains("prefixItems") || b.contains("additionalItems") || (b.contains("items") && b["items"].is_array());
+    const bool a_items = a.contains("items") || a.contains("prefixItems") || a.contains("additionalItems");
+    const bool b_items = b.contains("items") || b.contains("prefixItems") || b.contains("additionalItems");
+    if ((a_tuple || b_tuple) && a_items && b_items && tuple_part(a) != tuple_part(b)) {
+      return Status::Error("'allOf' at " + path + ": item schemas with a prefix in more than one branch are not supported");
     }
     for (auto it = b.begin(); it != b.end(); ++it) {
       const std::string& k = it.key();
@@ -421,6 +451,10 @@ class Compiler {
     }
     if (!s.is_object()) return Status::Error("schema at " + path + " is not an object or boolean");
     DI_RETURN_IF_ERROR(check_keywords(s, path));
+    if (depth > 0 && (s.contains("$id") || s.contains("id"))) {
+      // A nested $id would change what the $refs under it resolve against.
+      return Status::Error("'$id' in a subschema at " + path + " is not supported");
+    }
     if (s.contains("$ref") && !has_constraints(s, {"$ref"})) {
       const std::string ref = s["$ref"].is_string() ? s["$ref"].get<std::string>() : "";
       auto it = ref_rules_.find(ref);
@@ -478,16 +512,19 @@ class Compiler {
     std::vector<json> flat;
     for (size_t i = 0; i < branches.size(); ++i) {
       const std::string bpath = path + "/" + key + "/" + std::to_string(i);
+      if (branches[i] == json(false)) continue;  // matches nothing: never the branch taken
       if (siblings.empty() && key == "anyOf") {
         flat.push_back(branches[i]);
         continue;
       }
       DI_ASSIGN_OR_RETURN(json f, flatten(branches[i], bpath, depth + 1));
+      f = localize_unevaluated(std::move(f));
       if (!siblings.empty()) {
         DI_ASSIGN_OR_RETURN(f, merge(siblings, f, bpath));
       }
       flat.push_back(std::move(f));
     }
+    if (flat.empty()) return Status::Error("every branch of " + quoted(key) + " at " + path + " is 'false'");
     if (key == "oneOf") DI_RETURN_IF_ERROR(check_disjoint(flat, path));
     std::vector<Expr> options;
     for (size_t i = 0; i < flat.size(); ++i) {
@@ -688,8 +725,8 @@ class Compiler {
     for (const std::string& n : names) {
       for (char c : n) {
         if (uint8_t(c) < 0x20 || uint8_t(c) >= 0x80 || c == '"' || c == '\\') {
-          return Status::Error("additional properties at " + path +
-                               " beside properties with non-ASCII or escaped names are not supported");
+          return Status::Error("'additionalProperties' at " + path +
+                               " beside properties with non-ASCII or escaped names is not supported");
         }
       }
     }
@@ -762,8 +799,13 @@ class Compiler {
         required.insert(r.get<std::string>());
       }
     }
-    if (s.contains("additionalProperties")) {
-      const json& ap = s["additionalProperties"];
+    // With no applicator left (allOf and $ref are merged in, anyOf/oneOf distributed), the
+    // properties evaluated are the declared ones: unevaluatedProperties acts as
+    // additionalProperties, and is moot beside it.
+    const char* ap_key = s.contains("additionalProperties") || !s.contains("unevaluatedProperties")
+                             ? "additionalProperties" : "unevaluatedProperties";
+    if (s.contains(ap_key)) {
+      const json& ap = s[ap_key];
       if (!(ap.is_boolean() && !ap.get<bool>())) extra = &ap;
     } else if (!has_props || s["properties"].empty()) {
       extra = &kTrue;
@@ -891,6 +933,11 @@ class Compiler {
     } else if (s.contains("items")) {
       rest = &s["items"];
     }
+    // As for objects: with nothing else evaluating items, unevaluatedItems is the rest's schema.
+    if (s.contains("unevaluatedItems") && !s.contains("items") && !s.contains("additionalItems")) {
+      rest = &s["unevaluatedItems"];
+      rest_path = path + "/unevaluatedItems";
+    }
     DI_ASSIGN_OR_RETURN(auto min_items, count_keyword(s, "minItems", path));
     DI_ASSIGN_OR_RETURN(auto max_items, count_keyword(s, "maxItems", path));
     if (s.contains("uniqueItems") && s["uniqueItems"] != json(false) && !(max_items && *max_items <= 1)) {
@@ -898,8 +945,14 @@ class Compiler {
     }
     const uint64_t lo = min_items.value_or(0);
     if (max_items && *max_items < lo) return Status::Error("'maxItems' < 'minItems' at " + path);
-    const size_t n_prefix = max_items ? std::min<size_t>(prefix.size(), *max_items) : prefix.size();
-    const bool rest_none = rest->is_boolean() && !rest->get<bool>();
+    size_t n_prefix = max_items ? std::min<size_t>(prefix.size(), *max_items) : prefix.size();
+    bool rest_none = rest->is_boolean() && !rest->get<bool>();
+    for (size_t i = 0; i < n_prefix; ++i) {
+      if (*prefix[i] == json(false)) {  // no item can stand here: the array ends before it
+        n_prefix = i;
+        rest_none = true;
+      }
+    }
     const uint64_t rest_min = lo > n_prefix ? lo - n_prefix : 0;
     uint32_t rest_max = max_items ? uint32_t(*max_items - n_prefix) : kUnbounded;
     if (rest_none) {

@@ -2,12 +2,14 @@
 // every sentence validates against the schema.
 //
 // Supported: type (one or a list), enum, const, properties, required, additionalProperties,
-// min/maxProperties where the declared properties decide them, items (schema or draft-4 tuple),
-// prefixItems, additionalItems, minItems, maxItems, uniqueItems false, anyOf, oneOf (branches of
-// disjoint types or told apart by a required const property), allOf (merged), $ref to "#..."
-// JSON pointers ($defs, definitions; recursion included), minLength/maxLength, pattern, format
-// (string_formats.h), minimum/maximum/exclusiveMinimum/exclusiveMaximum (integral bounds for
-// numbers), multipleOf 1 on integers, and the annotations (title, description, default, ...).
+// unevaluatedProperties/unevaluatedItems (once allOf/$ref are merged and anyOf/oneOf distributed,
+// they act as additionalProperties / the items after the prefix), min/maxProperties where the
+// declared properties decide them, items (schema or draft-4 tuple), prefixItems, additionalItems,
+// minItems, maxItems, uniqueItems false, anyOf, oneOf (branches of disjoint types or told apart
+// by a required const property), allOf (merged), $ref to "#..." JSON pointers ($defs,
+// definitions; recursion included), minLength/maxLength, pattern, format (string_formats.h),
+// minimum/maximum/exclusiveMinimum/exclusiveMaximum (integral bounds for numbers), multipleOf 1
+// on integers, boolean schemas, and the annotations (title, description, default, ...).
 // Anything else fails, naming the keyword and its JSON pointer; nothing is silently ignored.
 //
 // Where the full language of a schema is not expressible, the grammar keeps a subset (never a
