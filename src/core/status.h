@@ -19,10 +19,18 @@ class Status {
 
   bool ok() const { return !failed_; }
   const std::string& message() const { return message_; }
+  // The request field at fault, where one is (e.g. "max_tokens"); empty otherwise. The server
+  // reports it as the error's `param`.
+  const std::string& field() const { return field_; }
+  Status with_field(std::string field) && {
+    field_ = std::move(field);
+    return std::move(*this);
+  }
 
  private:
   Status(std::string message, bool failed) : message_(std::move(message)), failed_(failed) {}
   std::string message_;
+  std::string field_;
   bool failed_ = false;
 };
 

@@ -51,28 +51,32 @@ EngineCore::EngineCore(CausalLM& model, const EngineOptions& options, std::uniqu
 Status EngineCore::validate(const Request& request) const {
   const int vocab = model_.info().vocab_size;
   const int n_prompt = int(request.prompt_token_ids.size());
-  if (n_prompt == 0) return Status::Error("the prompt is empty");
+  if (n_prompt == 0) return Status::Error("the prompt is empty").with_field("prompt");
   for (int i = 0; i < n_prompt; ++i) {
     const int32_t id = request.prompt_token_ids[size_t(i)];
     if (id < 0 || id >= vocab) {
       return Status::Error("prompt token " + std::to_string(i) + " (id " + std::to_string(id) +
-                           ") is outside the vocabulary [0, " + std::to_string(vocab) + ")");
+                           ") is outside the vocabulary [0, " + std::to_string(vocab) + ")")
+          .with_field("prompt");
     }
   }
   DI_RETURN_IF_ERROR(request.params.validate(vocab));
   if (request.params.n > options_.max_num_seqs) {
     return Status::Error("n = " + std::to_string(request.params.n) + " exceeds max-num-seqs (" +
-                         std::to_string(options_.max_num_seqs) + ")");
+                         std::to_string(options_.max_num_seqs) + ")")
+        .with_field("n");
   }
   if (n_prompt >= max_model_len_) {
     return Status::Error("the prompt has " + std::to_string(n_prompt) + " tokens; the limit is " +
                          std::to_string(max_model_len_ - 1) + " (max model length " + std::to_string(max_model_len_) +
-                         ", including output)");
+                         ", including output)")
+        .with_field("prompt");
   }
   if (n_prompt + request.params.max_tokens > max_model_len_) {
     return Status::Error("prompt (" + std::to_string(n_prompt) + " tokens) + max_tokens (" +
                          std::to_string(request.params.max_tokens) + ") exceeds the max model length of " +
-                         std::to_string(max_model_len_));
+                         std::to_string(max_model_len_))
+        .with_field("max_tokens");
   }
   return Status::Ok();
 }

@@ -61,8 +61,9 @@ SampledToken Sampler::sample(std::span<const float> logits, const SamplingParams
 
 void Sampler::process(std::span<const float> logits, const SamplingParams& params, std::span<const int32_t> tokens,
                       int n_prompt, std::span<const int32_t> eos_token_ids) {
-  std::copy(logits.begin(), logits.end(), work_.begin());
-  for (const auto& [id, bias] : params.logit_bias) work_[size_t(id)] += bias;
+  // A NaN logit (a numerical fault upstream) is never chosen.
+  std::transform(logits.begin(), logits.end(), work_.begin(), [](float v) { return std::isnan(v) ? kNegInf : v; });
+  for (const auto& [id, bias] : params.logit_bias) work_[size_t(id)] += bias;  // -inf stays -inf
 
   if (params.repetition_penalty != 1.0f) {
     scratch_.assign(tokens.begin(), tokens.end());
@@ -124,13 +125,15 @@ size_t Sampler::select_nucleus(double target) {
 }
 
 int32_t Sampler::draw(const SamplingParams& params, double u) {
-  // Probabilities relative to the most likely token (which gets 1), in place.
-  const float inv_t = 1.0f / params.temperature;
+  // Probabilities relative to the most likely token (which gets 1), in place. The maximum m is
+  // finite or +inf (sample() takes the argmax when it is -inf, process() removed NaNs); tokens
+  // equal to m get 1 so that an infinite m cannot make inf - inf.
+  const float inv_t = 1.0f / params.temperature;  // finite: temperature >= kMinSamplingTemperature
   const float m = work_[size_t(argmax(work_))];
   const float p_min = params.min_p;  // relative to the most likely token's probability
   ids_.clear();
   for (size_t i = 0; i < work_.size(); ++i) {
-    const float p = std::exp((work_[i] - m) * inv_t);
+    const float p = work_[i] == m ? 1.0f : std::exp((work_[i] - m) * inv_t);
     work_[i] = p;
     if (p > 0.0f && p >= p_min) ids_.push_back(int32_t(i));
   }
@@ -156,6 +159,7 @@ int32_t Sampler::draw(const SamplingParams& params, double u) {
     cum += work_[size_t(id)];
     if (r < cum) return id;
   }
+  DI_CHECK(!ids_.empty());  // the most likely token (p = 1 >= min_p) is always a candidate
   return ids_.back();
 }
 

@@ -6,7 +6,10 @@
 namespace deepinfer {
 
 namespace {
-Status bad(const std::string& what) { return Status::Error("invalid sampling parameter: " + what); }
+// `what` starts with the field's name.
+Status bad(const std::string& what) {
+  return Status::Error("invalid sampling parameter: " + what).with_field(what.substr(0, what.find(' ')));
+}
 bool in_vocab(int32_t id, int vocab_size) { return id >= 0 && id < vocab_size; }
 }  // namespace
 
@@ -25,7 +28,7 @@ Status SamplingParams::validate(int vocab_size) const {
   }
   if (top_logprobs < 0 || top_logprobs > 20) return bad("top_logprobs must be in [0, 20]");
   for (int32_t id : stop_token_ids) {
-    if (!in_vocab(id, vocab_size)) return bad("stop token id " + std::to_string(id) + " is not in the vocabulary");
+    if (!in_vocab(id, vocab_size)) return bad("stop_token_ids holds " + std::to_string(id) + ", which is not in the vocabulary");
   }
   if (max_tokens < 0) return bad("max_tokens must be >= 1 (0: as many as fit)");
   if (min_tokens < 0 || (max_tokens > 0 && min_tokens > max_tokens)) return bad("min_tokens must be in [0, max_tokens]");

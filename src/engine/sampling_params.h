@@ -11,9 +11,13 @@
 
 namespace deepinfer {
 
+// Temperatures below this are greedy: dividing logits by a smaller one overflows f32 (a tiny
+// positive temperature would make every score infinite or NaN).
+inline constexpr float kMinSamplingTemperature = 1e-5f;
+
 struct SamplingParams {
   int n = 1;                       // parallel samples; they share the prompt's KV blocks
-  float temperature = 1.0f;        // 0: greedy (argmax, lowest id on ties)
+  float temperature = 1.0f;        // below kMinSamplingTemperature (0 included): greedy (argmax, lowest id on ties)
   int top_k = 0;                   // keep the k most likely tokens; 0: no limit
   float top_p = 1.0f;              // keep the smallest most-likely set with this much probability
   float min_p = 0.0f;              // drop tokens below min_p times the most likely one's probability
@@ -29,7 +33,7 @@ struct SamplingParams {
   int min_tokens = 0;              // eos and stop tokens cannot be sampled before this many
   int max_tokens = 0;              // finish with "length" after this many; 0: up to max_model_len
 
-  bool greedy() const { return temperature == 0.0f; }
+  bool greedy() const { return temperature < kMinSamplingTemperature; }
   bool wants_logprobs() const { return logprobs || top_logprobs > 0; }
   // Range checks, with a message naming the field.
   Status validate(int vocab_size) const;

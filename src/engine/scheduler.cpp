@@ -29,6 +29,14 @@ SchedulerOutput Scheduler::schedule() {
   SchedulerOutput out;
   int budget = options_.max_num_batched_tokens;
 
+  if (!waiting_.empty() && (*waiting_.begin())->id() == blocked_head_id_ && !running_.empty() &&
+      running_.back()->priority() > (*waiting_.begin())->priority()) {
+    preempt_last_running();
+    ++out.n_preempted;
+  }
+  const int n_preempted_for_priority = out.n_preempted;
+  blocked_head_id_ = -1;
+
   int n_decodes_later = int(std::count_if(running_.begin(), running_.end(),
                                           [](const Sequence* s) { return s->n_uncomputed() == 1; }));
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
@@ -51,12 +59,18 @@ SchedulerOutput Scheduler::schedule() {
     budget -= n_new;
   }
 
-  while (out.n_preempted == 0 && !waiting_.empty() && budget > 0) {
+  while (out.n_preempted == n_preempted_for_priority && !waiting_.empty() && budget > 0) {
     Sequence* seq = *waiting_.begin();
-    if (n_running_slots_ + seq->n_slots() > options_.max_num_seqs) break;
+    if (n_running_slots_ + seq->n_slots() > options_.max_num_seqs) {
+      blocked_head_id_ = seq->id();
+      break;
+    }
     const int n_hit = kv_.n_prefix_hit_tokens(*seq);
     const int n_new = std::min(seq->n_tokens() - n_hit, budget);
-    if (!kv_.admit(*seq, n_hit, n_new)) break;
+    if (!kv_.admit(*seq, n_hit, n_new)) {
+      blocked_head_id_ = seq->id();
+      break;
+    }
     if (seq->state() == SequenceState::kWaiting) seq->set_n_cached_prompt(std::min(n_hit, seq->n_prompt()));
     waiting_.erase(waiting_.begin());
     seq->set_state(SequenceState::kRunning);

@@ -9,9 +9,13 @@
 //      decodes. When the pool lacks blocks, the last running sequence in that order (the newest
 //      of the lowest priority) is preempted: its blocks are freed and it goes back to waiting, to
 //      be recomputed from its tokens. It may be the sequence asking.
-//   2. If nothing was preempted: waiting sequences, in the same order, are admitted while the
-//      budget, max_num_seqs and the pool allow, each taking its cached prefix from the prefix
-//      cache. The first that does not fit stops admission (no overtaking).
+//   2. If nothing was preempted for room: waiting sequences, in the same order, are admitted
+//      while the budget, max_num_seqs and the pool allow, each taking its cached prefix from the
+//      prefix cache. The first that does not fit stops admission (no overtaking).
+//   0. Priority: when the first waiting sequence did not fit in the previous step and has a
+//      higher priority (lower value) than the last running sequence, that one is preempted at the
+//      start of the step, one per step, until the waiting one fits. Equal priorities never
+//      preempt each other this way (no thrashing between arrivals).
 // Progress: the first running sequence is never preempted for a later one, and one sequence
 // alone always fits (requests longer than the pool are refused before they get here), so the
 // oldest request always advances: no deadlock, no request dropped.
@@ -84,6 +88,7 @@ class Scheduler {
   std::vector<Sequence*> running_;   // kRunning, in scheduling order
   int n_running_slots_ = 0;          // sum of n_slots() over running_
   uint64_t n_preemptions_ = 0;
+  int64_t blocked_head_id_ = -1;     // the waiting sequence that stopped admission last step; -1: none
 };
 
 }  // namespace deepinfer

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <random>
@@ -199,9 +200,14 @@ TEST(SamplingParams, ValidateNamesTheField) {
   EXPECT_TRUE(p.validate(10).ok());
   p.top_logprobs = 21;
   EXPECT_NE(p.validate(10).message().find("top_logprobs"), std::string::npos);
+  EXPECT_EQ(p.validate(10).field(), "top_logprobs");
   p = {};
   p.logit_bias = {{10, 1.0f}};
   EXPECT_NE(p.validate(10).message().find("logit_bias"), std::string::npos);
+  EXPECT_EQ(p.validate(10).field(), "logit_bias");
+  p = {};
+  p.stop_token_ids = {12};
+  EXPECT_EQ(p.validate(10).field(), "stop_token_ids");
   p = {};
   p.top_p = 0;
   EXPECT_FALSE(p.validate(10).ok());
@@ -209,6 +215,58 @@ TEST(SamplingParams, ValidateNamesTheField) {
   p.max_tokens = 2;
   p.min_tokens = 3;
   EXPECT_FALSE(p.validate(10).ok());
+}
+
+// A temperature so small that 1/T overflows f32 (1e-39 is even subnormal) is greedy, whatever
+// the seed; so is every temperature below kMinSamplingTemperature.
+TEST(Sampler, TinyTemperaturesAreGreedy) {
+  Sampler s(6);
+  const std::vector<float> logits = {0.5f, 2.0f, 1.9f, -1.0f, 2.0f, 0.0f};
+  const std::vector<int32_t> prompt = {0};
+  for (float t : {1e-39f, 1e-30f, 1e-6f, 9.9e-6f}) {
+    SamplingParams p;
+    p.temperature = t;
+    EXPECT_TRUE(p.greedy()) << t;
+    for (uint64_t seed = 0; seed < 50; ++seed) EXPECT_EQ(s.sample(logits, p, prompt, 1, {}, seed, 0).token, 1) << t;
+  }
+  SamplingParams p;
+  p.temperature = kMinSamplingTemperature;
+  EXPECT_FALSE(p.greedy());
+  for (uint64_t seed = 0; seed < 50; ++seed) {
+    const int32_t t = s.sample(logits, p, prompt, 1, {}, seed, 0).token;
+    EXPECT_TRUE(t == 1 || t == 4) << t;  // the two maxima; nothing else has any mass left
+  }
+}
+
+// NaN and infinite logits (a numerical fault upstream) never leave the sampler without a
+// candidate: NaN is never chosen, +inf tokens share the mass, all -inf falls back to the argmax.
+TEST(Sampler, NanAndInfiniteLogitsStillGiveAToken) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  Sampler s(5);
+  const std::vector<int32_t> prompt = {0};
+  SamplingParams hot;
+  hot.temperature = 1.0f;
+  SamplingParams cut = hot;
+  cut.top_k = 2;
+  cut.top_p = 0.5f;
+  cut.min_p = 0.9f;
+  SamplingParams greedy;
+  greedy.temperature = 0.0f;
+  for (const SamplingParams& p : {hot, cut, greedy}) {
+    for (uint64_t seed = 0; seed < 40; ++seed) {
+      EXPECT_NE(s.sample(std::vector<float>{nan, 1.0f, nan, 0.0f, nan}, p, prompt, 1, {}, seed, 0).token, 0);
+      const int32_t t = s.sample(std::vector<float>{0.0f, inf, nan, inf, 3.0f}, p, prompt, 1, {}, seed, 0).token;
+      EXPECT_TRUE(t == 1 || t == 3) << t;
+      EXPECT_EQ(s.sample(std::vector<float>{nan, nan, nan, nan, nan}, p, prompt, 1, {}, seed, 0).token, 0);
+      EXPECT_EQ(s.sample(std::vector<float>{-inf, -inf, nan, -inf, -inf}, p, prompt, 1, {}, seed, 0).token, 0);
+    }
+  }
+  // Both +inf tokens are drawn: the mass is shared, not collapsed onto the first.
+  std::map<int32_t, int> seen;
+  for (uint64_t seed = 0; seed < 200; ++seed)
+    ++seen[s.sample(std::vector<float>{0.0f, inf, nan, inf, 3.0f}, hot, prompt, 1, {}, seed, 0).token];
+  EXPECT_GT(seen[1], 50);
+  EXPECT_GT(seen[3], 50);
 }
 
 }  // namespace

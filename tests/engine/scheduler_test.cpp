@@ -96,6 +96,44 @@ TEST(Scheduler, PriorityThenArrivalOrder) {
   EXPECT_EQ(order, (std::vector<uint64_t>{high, high_later, low}));
 }
 
+// A waiting request of higher priority does not wait for running lower-priority ones to finish:
+// they are preempted (and later recomputed, with the same output), whether what is short is
+// sequence slots or KV blocks. Equal priorities never preempt each other.
+TEST(Scheduler, AWaitingHigherPriorityPreemptsRunningLowerPriority) {
+  for (const bool short_of_blocks : {false, true}) {
+    SCOPED_TRACE(short_of_blocks ? "blocks" : "slots");
+    // Slots: 1 running sequence at most. Blocks: 8 blocks of 4 tokens, of which low holds 6 when
+    // high (3 blocks for its prompt) arrives.
+    SchedulerSim sim(short_of_blocks ? 8 : 64, 4,
+                     {.max_num_batched_tokens = 64, .max_num_seqs = short_of_blocks ? 8 : 1});
+    const uint64_t low = sim.add(tokens(8), 20, /*priority=*/5);
+    const uint64_t peer = short_of_blocks ? 0 : sim.add(tokens(3, 500), 3, /*priority=*/5);
+    for (int i = 0; i < (short_of_blocks ? 14 : 3); ++i) sim.step();
+    const uint64_t high = sim.add(tokens(12, 300), 4, /*priority=*/0);
+    int steps_until_high = 0;
+    for (;;) {
+      const auto out = sim.step();
+      ++steps_until_high;
+      if (out.of(high)) break;
+      ASSERT_LT(steps_until_high, 3) << "high waited for low to finish";
+    }
+    EXPECT_GE(sim.scheduler.n_preemptions(), 1u);
+    sim.run();
+    EXPECT_EQ(sim.outputs().at({low, 0}), expected_output(tokens(8), 0, 20));
+    EXPECT_EQ(sim.outputs().at({high, 0}), expected_output(tokens(12, 300), 0, 4));
+    if (!short_of_blocks) {
+      EXPECT_EQ(sim.outputs().at({peer, 0}), expected_output(tokens(3, 500), 0, 3));
+    }
+  }
+  // Equal priority: the later request waits, nothing is preempted.
+  SchedulerSim sim(64, 4, {.max_num_batched_tokens = 64, .max_num_seqs = 1});
+  sim.add(tokens(8), 10, /*priority=*/0);
+  sim.step();
+  sim.add(tokens(6, 300), 4, /*priority=*/0);
+  sim.run();
+  EXPECT_EQ(sim.scheduler.n_preemptions(), 0u);
+}
+
 TEST(Scheduler, PreemptsTheNewestWhenBlocksRunOutAndRecomputesIt) {
   // 6 blocks of 4 tokens; three sequences growing to 3 blocks each.
   SchedulerSim sim(6, 4, {.max_num_batched_tokens = 64, .max_num_seqs = 8});
