@@ -1,15 +1,25 @@
 // `deepinfer serve`: the OpenAI-compatible HTTP server. It listens at once (GET /health answers
 // 503 while the model loads), loads the model, tokenizer and chat template, then serves until
-// SIGINT/SIGTERM: it stops accepting, lets running requests finish for up to
-// --shutdown-timeout seconds, aborts the rest, and exits 0.
+// SIGINT/SIGTERM: new requests get 503 (connections are still accepted, so clients and load
+// balancers see why), running requests may finish for up to --shutdown-timeout seconds, the
+// rest are aborted, and it exits 0.
+//
+// A checkpoint whose tokenizer_config.json or chat template is broken does not start (the error
+// names the file); one without any chat template serves completions only and says so at every
+// chat request. DEEPINFER_LOAD_DELAY_MS (tests) holds the load back that long after listening.
 #include <sys/resource.h>
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
+#include "core/mapped_file.h"
 #include "model/loader.h"
 #include "server/http_server.h"
 #include "server/openai_service.h"
@@ -30,6 +40,23 @@ int fail(const std::string& message) {
   return 1;
 }
 
+// Whether the folder declares a chat template at all: a template file, or a tokenizer_config.json
+// that is not a JSON object with a null or absent chat_template. Only a folder that declares none
+// may start without chat.
+bool declares_chat_template(const std::string& model_dir) {
+  namespace fs = std::filesystem;
+  const fs::path dir(model_dir);
+  std::error_code ec;
+  if (fs::exists(dir / "chat_template.jinja", ec) || fs::is_directory(dir / "additional_chat_templates", ec)) return true;
+  if (!fs::exists(dir / "tokenizer_config.json", ec)) return false;
+  auto text = read_text_file((dir / "tokenizer_config.json").string());
+  if (!text.ok()) return true;
+  const auto config = nlohmann::json::parse(text.value(), nullptr, /*allow_exceptions=*/false);
+  if (!config.is_object()) return true;  // broken: let the loader's error say why
+  auto it = config.find("chat_template");
+  return it != config.end() && !it->is_null();
+}
+
 int run_serve(ServeFlags& f) {
   if (Status s = f.engine.resolve(); !s.ok()) return fail(s.message());
   // Signals go to the main thread's sigwait only: block them before any thread starts.
@@ -47,6 +74,7 @@ int run_serve(ServeFlags& f) {
   }
 
   OpenAiService service(f.serve);
+  f.http.on_reject = [&service](const std::string& target, int status) { service.count_rejected(target, status); };
   auto server = HttpServer::Start(f.http, [&service](HttpRequest req, std::shared_ptr<HttpResponder> res) {
     service.handle(std::move(req), std::move(res));
   });
@@ -55,6 +83,8 @@ int run_serve(ServeFlags& f) {
   std::fprintf(stderr, "deepinfer: listening on http://%s:%d (loading %s)\n", f.http.host.c_str(), (*server)->port(),
                f.model_dir.c_str());
 
+  if (const char* delay = std::getenv("DEEPINFER_LOAD_DELAY_MS"))
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(delay)));
   auto model = load_causal_lm(f.model_dir, f.engine.model);
   if (!model.ok()) return fail(model.status().message());
   std::fprintf(stderr, "deepinfer: %s\n", describe_causal_lm(**model).c_str());
@@ -63,6 +93,7 @@ int run_serve(ServeFlags& f) {
   std::optional<chat::ChatTemplate> chat_template;
   auto tmpl = chat::ChatTemplate::Load(f.model_dir);
   if (tmpl.ok()) chat_template = std::move(tmpl).value();
+  else if (declares_chat_template(f.model_dir)) return fail(tmpl.status().message());
   else std::fprintf(stderr, "deepinfer: no chat template, /v1/chat/completions disabled: %s\n", tmpl.status().message().c_str());
   auto engine = Engine::create(std::move(model).value(), f.engine.options);
   if (!engine.ok()) return fail(engine.status().message());
@@ -74,7 +105,6 @@ int run_serve(ServeFlags& f) {
   std::fprintf(stderr, "deepinfer: %s received, draining (up to %.0f s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT",
                f.shutdown_timeout_seconds);
   service.set_draining();
-  (*server)->stop_accepting();
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(int64_t(f.shutdown_timeout_seconds * 1000));
   while (service.n_active() > 0 && std::chrono::steady_clock::now() < deadline)
@@ -87,6 +117,7 @@ int run_serve(ServeFlags& f) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   (*server)->stop();
+  service.stop_workers();
   std::fprintf(stderr, "deepinfer: stopped\n");
   return 0;
 }
@@ -106,6 +137,12 @@ void add_serve_command(CLI::App& app, Runner& run) {
   cmd->add_option("--read-timeout", f->http.read_timeout_seconds, "Seconds for a request to arrive")
       ->capture_default_str();
   cmd->add_option("--max-queued-requests", f->serve.max_queued_requests, "Waiting requests beyond this get 429")
+      ->capture_default_str();
+  cmd->add_option("--default-max-tokens", f->serve.default_max_tokens,
+                  "Chat requests without max_tokens generate at most this many (capped by the context; 0: up to the context)")
+      ->capture_default_str();
+  cmd->add_option("--request-threads", f->serve.request_threads,
+                  "Threads that parse, render and tokenize request bodies (off the network threads)")
       ->capture_default_str();
   cmd->add_option("--request-timeout", f->serve.request_timeout_seconds, "Seconds a request may run (0: no limit)")
       ->capture_default_str();

@@ -88,8 +88,9 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void enqueue(uint64_t generation, std::string bytes, bool last, bool keep_alive) {
     if (closed_ || generation != generation_ || response_done_) return;
+    // A reader this far behind a stream is too slow; one large answer alone is not.
+    if (!queue_.empty() && queued_bytes_ + bytes.size() > server_.options.max_buffered_write_bytes) return close();
     queued_bytes_ += bytes.size();
-    if (queued_bytes_ > server_.options.max_buffered_write_bytes) return close();  // reader too slow
     queue_.push_back(std::move(bytes));
     if (last) {
       response_done_ = true;
@@ -114,13 +115,33 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->body_limit(server_.options.max_body_bytes);
     parser_->header_limit(uint32_t(server_.options.max_header_bytes));
     stream_.expires_after(std::chrono::seconds(server_.options.read_timeout_seconds));
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, size_t) { self->on_read(ec); });
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, size_t) { self->on_header(ec); });
+  }
+
+  // The header is in (and within its limits, Content-Length included); answer
+  // "Expect: 100-continue" before reading the body.
+  void on_header(beast::error_code ec) {
+    if (closed_) return;
+    if (ec) return on_read(ec);
+    auto read_body = [self = shared_from_this()] {
+      http::async_read(self->stream_, self->buffer_, *self->parser_,
+                       [self](beast::error_code ec, size_t) { self->on_read(ec); });
+    };
+    const auto expect = parser_->get()[http::field::expect];
+    if (parser_->is_done()) return on_read({});
+    if (!beast::iequals(expect, "100-continue")) return read_body();
+    static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+    net::async_write(stream_, net::buffer(kContinue), [self = shared_from_this(), read_body](beast::error_code ec, size_t) {
+      if (ec) return self->close();
+      read_body();
+    });
   }
 
   void on_read(beast::error_code ec) {
     if (closed_) return;
     if (ec) {
+      rejected_target_ = std::string(parser_->get().target());  // "" if the request line was not read
       if (ec == http::error::body_limit) return reject(413, "request body exceeds the limit of " +
                                                                std::to_string(server_.options.max_body_bytes) + " bytes");
       if (ec == http::error::header_limit) return reject(431, "request headers exceed the limit of " +
@@ -142,6 +163,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     req.body = std::move(msg.body());
     request_keep_alive_ = msg.keep_alive();
+    request_http10_ = msg.version() < 11;
 
     ++generation_;
     response_done_ = false;
@@ -171,7 +193,13 @@ class Session : public std::enable_shared_from_this<Session> {
       if (self->read_after_watch_) {
         self->read_after_watch_ = false;
         self->read_request();
+        return;
       }
+      // A pipelined request arrived while the response is pending: keep watching past it, so
+      // that a client that then goes is still noticed (within a bound on what is buffered).
+      const size_t max_buffered = self->server_.options.max_body_bytes + self->server_.options.max_header_bytes;
+      if (!ec && n > 0 && !self->response_done_ && !self->closed_ && self->buffer_.size() < max_buffered)
+        self->watch_for_disconnect();
     });
   }
 
@@ -199,6 +227,7 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void reject(int status, const std::string& message) {
+    if (server_.options.on_reject) server_.options.on_reject(rejected_target_, status);
     ++generation_;
     response_done_ = false;
     linger_ = true;
@@ -245,6 +274,8 @@ class Session : public std::enable_shared_from_this<Session> {
   bool response_done_ = true;
   bool keep_alive_ = false;
   bool request_keep_alive_ = false;
+  bool request_http10_ = false;    // HTTP/1.0: no chunked encoding
+  std::string rejected_target_;    // target of a request refused in on_read ("" if unread)
   bool disconnected_ = false;
   std::atomic<bool> disconnected_atomic_{false};
   std::vector<std::function<void()>> on_disconnect_;
@@ -259,8 +290,8 @@ class Session : public std::enable_shared_from_this<Session> {
 
 class Responder final : public HttpResponder {
  public:
-  Responder(std::shared_ptr<Session> s, uint64_t generation, bool keep_alive)
-      : session_(std::move(s)), generation_(generation), keep_alive_(keep_alive) {}
+  Responder(std::shared_ptr<Session> s, uint64_t generation, bool keep_alive, bool chunked)
+      : session_(std::move(s)), generation_(generation), keep_alive_(keep_alive), chunked_(chunked) {}
 
   void send(int status, const std::string& content_type, std::string body, HttpHeaders headers) override {
     std::string bytes = status_line(status) + "Content-Type: " + content_type +
@@ -269,21 +300,25 @@ class Responder final : public HttpResponder {
     post(std::move(bytes), true);
   }
 
+  // HTTP/1.1: chunked. HTTP/1.0 has no chunked encoding: the body runs until the connection
+  // closes, so the stream ends the connection.
   void begin_stream(int status, const std::string& content_type, HttpHeaders headers) override {
+    if (!chunked_) keep_alive_ = false;
     post(status_line(status) + "Content-Type: " + content_type + "\r\nCache-Control: no-cache\r\n" +
-             "Transfer-Encoding: chunked\r\n" + header_lines(headers) +
+             (chunked_ ? "Transfer-Encoding: chunked\r\n" : "") + header_lines(headers) +
              (keep_alive_ ? "Connection: keep-alive\r\n\r\n" : "Connection: close\r\n\r\n"),
          false);
   }
 
   void write(std::string chunk) override {
     if (chunk.empty()) return;  // an empty chunk would end the stream
+    if (!chunked_) return post(std::move(chunk), false);
     char size_line[32];
     std::snprintf(size_line, sizeof size_line, "%zx\r\n", chunk.size());
     post(size_line + std::move(chunk) + "\r\n", false);
   }
 
-  void end() override { post("0\r\n\r\n", true); }
+  void end() override { post(chunked_ ? "0\r\n\r\n" : "", true); }
 
   bool disconnected() const override { return session_->disconnected_flag().load(); }
 
@@ -308,10 +343,11 @@ class Responder final : public HttpResponder {
   std::shared_ptr<Session> session_;
   uint64_t generation_;
   bool keep_alive_;
+  bool chunked_;
 };
 
 std::shared_ptr<HttpResponder> Session::make_responder() {
-  return std::make_shared<Responder>(shared_from_this(), generation_, request_keep_alive_);
+  return std::make_shared<Responder>(shared_from_this(), generation_, request_keep_alive_, !request_http10_);
 }
 
 }  // namespace

@@ -2,9 +2,13 @@
 // with no thread per connection. Each request is handed to a Handler with an HttpResponder that
 // any thread may use to answer, at once or as a stream of chunks (Server-Sent Events).
 //
-// Limits enforced before the handler runs: header bytes (431), body bytes (413), a read timeout
-// for slow or stalled clients. While a response is pending, a client that closes its connection
-// is noticed and reported through the responder's disconnect callback.
+// Limits enforced before the handler runs: header bytes (431), body bytes (413, before the body is
+// read when Content-Length says so), a read timeout for slow or stalled clients.
+// "Expect: 100-continue" is answered once the header is accepted. While a response is pending, a
+// client that closes its connection is noticed and reported through the responder's disconnect
+// callback, also when it has pipelined further requests (up to max_body_bytes + max_header_bytes
+// of them are buffered while it waits). HTTP/1.0 clients get streams without chunked encoding,
+// ended by closing the connection.
 #pragma once
 
 #include <atomic>
@@ -59,7 +63,9 @@ struct HttpServerOptions {
   size_t max_body_bytes = 8u << 20;         // larger bodies: 413
   size_t max_header_bytes = 16u << 10;      // larger headers: 431
   int read_timeout_seconds = 30;            // for a whole request to arrive
-  size_t max_buffered_write_bytes = 8u << 20;  // a stream reader this far behind is dropped
+  size_t max_buffered_write_bytes = 8u << 20;  // a stream reader this far behind is dropped (one larger answer is sent)
+  // Told of every request refused before the handler ran: its target ("" if unread) and status.
+  std::function<void(const std::string& target, int status)> on_reject;
 };
 
 class HttpServer {

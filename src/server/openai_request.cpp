@@ -3,6 +3,8 @@
 #include <cmath>
 #include <set>
 
+#include "server/request_json.h"
+
 namespace deepinfer {
 namespace {
 
@@ -166,6 +168,12 @@ void parse_max_tokens(Fields& f, SamplingParams& s, const char* key) {
   if (f.get(key)) s.max_tokens = v;
 }
 
+// obj.function.name, when obj is {"function": {"name": "...", ...}, ...}.
+std::optional<std::string> function_name(const json& obj) {
+  const json* fn = find_member(obj, "function");
+  return fn ? string_member(*fn, "name") : std::nullopt;
+}
+
 // A list of token ids, each inside the vocabulary.
 bool parse_ids(const json& arr, int vocab_size, std::vector<int32_t>& out, std::string& error) {
   for (const auto& x : arr) {
@@ -290,10 +298,12 @@ ApiResult<ChatRequest> parse_chat_request(const json& body, const RequestLimits&
     } else if (content->is_array()) {
       std::string text;
       for (const auto& part : *content) {
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string())
+        const std::optional<std::string> type = string_member(part, "type");
+        const std::optional<std::string> part_text = string_member(part, "text");
+        if (type != "text" || !part_text)
           return bad("messages", where + ".content parts must be {\"type\": \"text\", \"text\": ...}; other part types are not supported");
         if (!text.empty()) text += "\n";
-        text += part["text"].get<std::string>();
+        text += *part_text;
       }
       out["content"] = text;
     } else if (!content->is_string()) {
@@ -303,8 +313,7 @@ ApiResult<ChatRequest> parse_chat_request(const json& body, const RequestLimits&
       if (*role != "assistant" || !m["tool_calls"].is_array())
         return bad("messages", where + ".tool_calls must be a list on an assistant message");
       for (const auto& tc : m["tool_calls"])
-        if (!tc.is_object() || !tc.contains("function") || !tc["function"].is_object() ||
-            !tc["function"].contains("name") || !tc["function"]["name"].is_string())
+        if (!function_name(tc))
           return bad("messages", where + ".tool_calls entries need function.name");
     }
     r.messages.push_back(std::move(out));
@@ -313,8 +322,7 @@ ApiResult<ChatRequest> parse_chat_request(const json& body, const RequestLimits&
   if (const json* tools = f.get("tools")) {
     if (!tools->is_array()) return bad("tools", "'tools' must be a list");
     for (const auto& t : *tools)
-      if (!t.is_object() || t.value("type", "") != "function" || !t.contains("function") || !t["function"].is_object() ||
-          !t["function"].contains("name") || !t["function"]["name"].is_string())
+      if (string_member(t, "type") != "function" || !function_name(t))
         return bad("tools", "each tool must be {\"type\": \"function\", \"function\": {\"name\": ..., ...}}");
     if (!tools->empty()) r.tools = *tools;
   }
@@ -324,13 +332,12 @@ ApiResult<ChatRequest> parse_chat_request(const json& body, const RequestLimits&
       if (v != "auto" && v != "none" && v != "required")
         return bad("tool_choice", "'tool_choice' must be auto, none, required, or a named function");
       r.tool_choice = v;
-    } else if (tc->is_object() && tc->value("type", "") == "function" && tc->contains("function") &&
-               (*tc)["function"].is_object() && (*tc)["function"].contains("name") && (*tc)["function"]["name"].is_string()) {
+    } else if (string_member(*tc, "type") == "function" && function_name(*tc)) {
       r.tool_choice = "function";
-      r.tool_choice_function = (*tc)["function"]["name"].get<std::string>();
+      r.tool_choice_function = *function_name(*tc);
       bool found = false;
       if (r.tools.is_array())
-        for (const auto& t : r.tools) found |= t["function"]["name"] == r.tool_choice_function;
+        for (const auto& t : r.tools) found |= function_name(t) == r.tool_choice_function;
       if (!found) return bad("tool_choice", "'tool_choice' names function '" + r.tool_choice_function + "', which is not in 'tools'");
     } else {
       return bad("tool_choice", "'tool_choice' must be auto, none, required, or a named function");

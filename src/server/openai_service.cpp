@@ -1,8 +1,12 @@
 #include "server/openai_service.h"
 
+#include <cctype>
+#include <cstdio>
 #include <ctime>
+#include <string_view>
 
 #include "chat/reasoning_parser.h"
+#include "server/request_json.h"
 
 namespace deepinfer {
 namespace {
@@ -40,13 +44,16 @@ class CountingResponder final : public HttpResponder {
   CountingResponder(std::shared_ptr<HttpResponder> inner, ServerMetrics& m, std::string endpoint)
       : inner_(std::move(inner)), metrics_(m), endpoint_(std::move(endpoint)) {}
   void send(int status, const std::string& type, std::string body, HttpHeaders h) override {
+    answered_.store(true);
     metrics_.count_request(endpoint_, status);
     inner_->send(status, type, std::move(body), std::move(h));
   }
   void begin_stream(int status, const std::string& type, HttpHeaders h) override {
+    answered_.store(true);
     metrics_.count_request(endpoint_, status);
     inner_->begin_stream(status, type, std::move(h));
   }
+  bool answered() const { return answered_.load(); }
   void write(std::string chunk) override { inner_->write(std::move(chunk)); }
   void end() override { inner_->end(); }
   bool disconnected() const override { return inner_->disconnected(); }
@@ -56,7 +63,45 @@ class CountingResponder final : public HttpResponder {
   std::shared_ptr<HttpResponder> inner_;
   ServerMetrics& metrics_;
   std::string endpoint_;
+  std::atomic<bool> answered_{false};
 };
+
+// The endpoint label of a request target ("other" for unknown paths).
+std::string endpoint_of(const std::string& path) {
+  static const char* kKnown[] = {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health",
+                                 "/metrics", "/tokenize", "/detokenize"};
+  for (const char* k : kKnown)
+    if (path == k) return k;
+  return "other";
+}
+
+// True for an ASCII case-insensitive match of a and b.
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i]))) return false;
+  return true;
+}
+
+// The credentials of "Authorization: Bearer TOKEN"; the scheme is case-insensitive (RFC 7235)
+// and may be followed by several spaces. Empty for another scheme or none.
+std::string bearer_token(const std::string& authorization) {
+  const size_t space = authorization.find(' ');
+  if (space == std::string::npos || !iequals(std::string_view(authorization).substr(0, space), "bearer")) return "";
+  const size_t start = authorization.find_first_not_of(' ', space);
+  return start == std::string::npos ? "" : authorization.substr(start);
+}
+
+// Template variables the server sets itself: a request may not override them through
+// chat_template_kwargs (the special tokens would let it forge what the model takes as markup).
+bool reserved_template_variable(const std::string& name) {
+  static const char* kReserved[] = {"messages",  "tools",     "documents", "add_generation_prompt", "chat_template",
+                                    "bos_token", "eos_token", "unk_token", "sep_token",             "pad_token",
+                                    "cls_token", "mask_token", "additional_special_tokens"};
+  for (const char* r : kReserved)
+    if (name == r) return true;
+  return false;
+}
 
 std::string random_suffix(uint64_t n) {
   char buf[32];
@@ -66,7 +111,8 @@ std::string random_suffix(uint64_t n) {
 
 }  // namespace
 
-OpenAiService::OpenAiService(ServeOptions options) : options_(std::move(options)), pump_(options_.pump_threads) {}
+OpenAiService::OpenAiService(ServeOptions options)
+    : options_(std::move(options)), pump_(options_.pump_threads), workers_(options_.request_threads, options_.max_pending_requests) {}
 
 OpenAiService::~OpenAiService() = default;
 
@@ -82,6 +128,8 @@ void OpenAiService::attach(Engine* engine, Tokenizer tokenizer, std::optional<ch
 
 void OpenAiService::set_draining() { state_.store(State::kDraining); }
 
+void OpenAiService::stop_workers() { workers_.stop(); }
+
 void OpenAiService::reply(const std::shared_ptr<HttpResponder>& res, int status, const json& body, HttpHeaders headers) {
   res->send(status, "application/json", dump(body), std::move(headers));
 }
@@ -92,13 +140,35 @@ void OpenAiService::fail(const std::shared_ptr<HttpResponder>& res, const ApiErr
 
 void OpenAiService::handle(HttpRequest request, std::shared_ptr<HttpResponder> responder) {
   std::string path = request.target.substr(0, request.target.find('?'));
-  static const char* kKnown[] = {"/v1/completions", "/v1/chat/completions", "/v1/models", "/health",
-                                 "/metrics", "/tokenize", "/detokenize"};
-  std::string endpoint = "other";
-  for (const char* k : kKnown)
-    if (path == k) endpoint = k;
-  auto res = std::make_shared<CountingResponder>(std::move(responder), metrics_, endpoint);
-  route(request, res, path);
+  auto res = std::make_shared<CountingResponder>(std::move(responder), metrics_, endpoint_of(path));
+  // Bodies are parsed, rendered and tokenized on the request workers, so that a large one never
+  // delays the network threads (and /health, /metrics with them).
+  if (request.method == "POST" && !request.body.empty()) {
+    auto task = [this, req = std::move(request), res, path]() { route_guarded(req, res, path); };
+    if (!workers_.try_post(std::move(task)))
+      fail(res, api_error(503, "the server is busy (" + std::to_string(options_.max_pending_requests) +
+                                   " requests are being read); retry later",
+                          "service_unavailable", "", "server_busy"),
+           {{"Retry-After", "1"}});
+    return;
+  }
+  route_guarded(request, res, path);
+}
+
+void OpenAiService::count_rejected(const std::string& target, int status) {
+  metrics_.count_request(endpoint_of(target.substr(0, target.find('?'))), status);
+}
+
+void OpenAiService::route_guarded(const HttpRequest& req, const std::shared_ptr<HttpResponder>& res,
+                                  const std::string& path) {
+  // The last line of defence: a mistake in request handling costs this request, never the process.
+  try {
+    route(req, res, path);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "deepinfer: internal error handling %s %s: %s\n", req.method.c_str(), path.c_str(), e.what());
+    if (!static_cast<const CountingResponder&>(*res).answered())
+      fail(res, api_error(500, "internal error while handling the request", "internal_server_error"));
+  }
 }
 
 void OpenAiService::route(const HttpRequest& req, const std::shared_ptr<HttpResponder>& res, const std::string& path) {
@@ -131,12 +201,10 @@ void OpenAiService::route(const HttpRequest& req, const std::shared_ptr<HttpResp
     return fail(res, api_error(405, "method " + req.method + " is not allowed for " + path));
 
   if (!options_.api_key.empty()) {
-    const std::string auth = req.header("authorization");
-    const std::string prefix = "Bearer ";
-    const std::string given = auth.rfind(prefix, 0) == 0 ? auth.substr(prefix.size()) : std::string();
-    if (!constant_time_equal(given, options_.api_key))
+    if (!constant_time_equal(bearer_token(req.header("authorization")), options_.api_key))
       return fail(res, api_error(401, "missing or invalid API key (Authorization: Bearer ...)", "authentication_error",
-                                 "", "invalid_api_key"));
+                                 "", "invalid_api_key"),
+                  {{"WWW-Authenticate", "Bearer realm=\"deepinfer\""}});
   }
   if (state_.load() != State::kReady)
     return fail(res, api_error(503, state_.load() == State::kLoading ? "the model is loading" : "the server is shutting down",
@@ -159,11 +227,10 @@ void OpenAiService::route(const HttpRequest& req, const std::shared_ptr<HttpResp
 
 namespace {
 
-// The body as JSON, or the 400 to send. nlohmann's parser rejects invalid UTF-8 in strings.
+// The body as JSON, or the 400 to send: nesting is bounded (request_json.h) and nlohmann's
+// parser rejects invalid UTF-8 in strings.
 std::optional<ApiError> parse_body(const HttpRequest& req, ojson& out) {
-  out = ojson::parse(req.body, nullptr, /*allow_exceptions=*/false);
-  if (out.is_discarded())
-    return api_error(400, "the request body is not valid JSON (or holds invalid UTF-8)");
+  if (std::string why = parse_untrusted_json(req.body, out); !why.empty()) return api_error(400, why);
   if (!out.is_object()) return api_error(400, "the request body must be a JSON object");
   return std::nullopt;
 }
@@ -222,10 +289,13 @@ void OpenAiService::chat_completions(const HttpRequest& req, const std::shared_p
   if (!check_model(r.options.model, res)) return;
   if (!chat_template_) return fail(res, api_error(400, "this model has no chat template; use /v1/completions"));
 
-  // The request chooses template variables, never the template or the server-set arguments.
-  ojson kwargs = r.chat_template_kwargs;
-  for (const char* reserved : {"messages", "tools", "add_generation_prompt", "documents", "chat_template"})
-    kwargs.erase(reserved);
+  // The request chooses template variables, never the template, the server-set arguments or
+  // the special tokens.
+  const ojson& kwargs = r.chat_template_kwargs;
+  for (const auto& [key, value] : kwargs.items())
+    if (reserved_template_variable(key))
+      return fail(res, api_error(400, "'chat_template_kwargs' may not set '" + key + "': the server sets it",
+                                 "invalid_request_error", "chat_template_kwargs"));
   const bool use_tools = !r.tools.is_null() && r.tool_choice != "none";
   auto rendered = chat_template_->render(r.messages, use_tools ? r.tools : ojson(nullptr), r.add_generation_prompt, kwargs);
   if (!rendered.ok()) return fail(res, api_error(400, "chat template: " + rendered.status().message(), "invalid_request_error", "messages"));
@@ -236,6 +306,10 @@ void OpenAiService::chat_completions(const HttpRequest& req, const std::shared_p
                                "invalid_request_error", "tool_choice"));
   auto ids = tokenizer_->encode(rendered.value() + forced, /*add_special_tokens=*/false);
   if (!ids.ok()) return fail(res, api_error(400, ids.status().message(), "invalid_request_error", "messages"));
+  SamplingParams& sampling = r.options.sampling;
+  if (sampling.max_tokens == 0 && options_.default_max_tokens > 0)  // neither max_tokens nor max_completion_tokens
+    sampling.max_tokens = std::max(1, std::min(options_.default_max_tokens,
+                                               engine_->max_model_len() - int(ids.value().size())));
 
   GenerationJob::Setup setup;
   setup.kind = GenerationJob::Kind::kChat;
@@ -286,7 +360,9 @@ void OpenAiService::start(std::shared_ptr<GenerationJob> job, const std::shared_
     });
     if (!handle.ok()) {
       for (auto& h : handles) engine_->abort(h.id());
-      return fail(res, api_error(400, handle.status().message()));
+      std::string field = handle.status().field();
+      if (field == "prompt" && setup.kind == GenerationJob::Kind::kChat) field = "messages";
+      return fail(res, api_error(400, handle.status().message(), "invalid_request_error", field));
     }
     handles.push_back(std::move(handle).value());
   }

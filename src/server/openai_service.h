@@ -6,6 +6,11 @@
 // GET /metrics, POST /tokenize, POST /detokenize. With an API key, every route but /health and
 // /metrics needs "Authorization: Bearer KEY" (compared in constant time).
 // States: loading (503 everywhere), ready, draining (new work 503; running requests finish).
+//
+// Threads: handle() runs on a network thread; /health, /metrics and bodiless requests are
+// answered there, everything with a body is parsed and prepared on the request workers. An
+// exception escaping a route (a defect) answers that request 500 and is logged; it never reaches
+// the network threads.
 #pragma once
 
 #include <atomic>
@@ -20,6 +25,7 @@
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/output_pump.h"
+#include "server/request_workers.h"
 #include "server/tool_choice.h"
 #include "tokenizer/tokenizer.h"
 
@@ -30,6 +36,9 @@ struct ServeOptions {
   std::string api_key;                 // empty: no authentication
   RequestLimits limits;                // vocab_size is filled in from the model
   int max_queued_requests = 1024;      // waiting requests beyond this get 429
+  int default_max_tokens = 8192;       // chat requests without max_tokens (capped by the context); <= 0: up to the context
+  int request_threads = 2;             // workers that parse, render and tokenize request bodies
+  int max_pending_requests = 256;      // bodies waiting for a worker beyond this get 503
   double request_timeout_seconds = 0;  // 0: none
   int pump_threads = 1;
 };
@@ -44,14 +53,20 @@ class OpenAiService {
   // Called once the model is loaded; the service becomes ready.
   void attach(Engine* engine, Tokenizer tokenizer, std::optional<chat::ChatTemplate> chat_template);
   void set_draining();
+  // Runs the request bodies already queued, then stops the request workers (call after the
+  // HTTP server stopped, before the engine goes).
+  void stop_workers();
   State state() const { return state_.load(); }
   size_t n_active() const { return pump_.n_active(); }
   void abort_all(const std::string& reason) { pump_.abort_all(reason); }
   void set_open_connections(std::function<size_t()> fn) { open_connections_ = std::move(fn); }
 
   void handle(HttpRequest request, std::shared_ptr<HttpResponder> responder);
+  // Counts a request the HTTP layer refused before it reached handle() (413, 431, 400).
+  void count_rejected(const std::string& target, int status);
 
  private:
+  void route_guarded(const HttpRequest& req, const std::shared_ptr<HttpResponder>& res, const std::string& path);
   void route(const HttpRequest& req, const std::shared_ptr<HttpResponder>& res, const std::string& path);
   void completions(const HttpRequest& req, const std::shared_ptr<HttpResponder>& res);
   void chat_completions(const HttpRequest& req, const std::shared_ptr<HttpResponder>& res);
@@ -74,6 +89,7 @@ class OpenAiService {
   OutputPump pump_;
   std::function<size_t()> open_connections_;
   std::atomic<uint64_t> next_id_{0};
+  RequestWorkers workers_;  // last member: joined first, while everything it uses still exists
 };
 
 }  // namespace deepinfer

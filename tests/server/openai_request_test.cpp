@@ -134,5 +134,56 @@ TEST(ChatRequest, Errors) {
   EXPECT_TRUE(e.to_json()["error"]["code"].is_null());
 }
 
+// Every place the parser reads a "type" (content parts, tools, tool_choice) answers a value of
+// another type with a 400 naming the field, never an exception.
+TEST(ChatRequest, NonStringTypesAreBadRequestsNotExceptions) {
+  const json kinds[] = {5, nullptr, true, json::array({1}), json::object({{"a", 1}}), 1.5, -3};
+  for (const json& type : kinds) {
+    json part = {{"messages", {{{"role", "user"}, {"content", {{{"type", type}, {"text", "hi"}}}}}}}};
+    EXPECT_EQ(err(parse_chat_request(part, limits())).param, "messages") << type.dump();
+    json tool = {{"messages", {{{"role", "user"}, {"content", "x"}}}},
+                 {"tools", {{{"type", type}, {"function", {{"name", "f"}}}}}}};
+    EXPECT_EQ(err(parse_chat_request(tool, limits())).param, "tools") << type.dump();
+    json choice = {{"messages", {{{"role", "user"}, {"content", "x"}}}},
+                   {"tools", {{{"type", "function"}, {"function", {{"name", "f"}}}}}},
+                   {"tool_choice", {{"type", type}, {"function", {{"name", "f"}}}}}};
+    EXPECT_EQ(err(parse_chat_request(choice, limits())).param, "tool_choice") << type.dump();
+    // and where a name or text is expected
+    json name = {{"messages", {{{"role", "user"}, {"content", "x"}}}},
+                 {"tools", {{{"type", "function"}, {"function", {{"name", type}}}}}}};
+    EXPECT_EQ(err(parse_chat_request(name, limits())).param, "tools") << type.dump();
+    json text = {{"messages", {{{"role", "user"}, {"content", {{{"type", "text"}, {"text", type}}}}}}}};
+    EXPECT_EQ(err(parse_chat_request(text, limits())).param, "messages") << type.dump();
+    json call = {{"messages", {{{"role", "assistant"}, {"content", nullptr},
+                                {"tool_calls", {{{"function", {{"name", type}}}}}}}}}};
+    EXPECT_EQ(err(parse_chat_request(call, limits())).param, "messages") << type.dump();
+    json fn = {{"messages", {{{"role", "user"}, {"content", "x"}}}},
+               {"tools", {{{"type", "function"}, {"function", type}}}}};
+    EXPECT_EQ(err(parse_chat_request(fn, limits())).param, "tools") << type.dump();
+  }
+}
+
+// Every top-level field with every JSON type: an answer (accepted or a 400), never an exception.
+TEST(Requests, EveryFieldWithEveryTypeNeverThrows) {
+  const char* fields[] = {"model", "prompt", "messages", "stream", "stream_options", "n", "temperature", "top_p",
+                          "top_k", "min_p", "presence_penalty", "frequency_penalty", "repetition_penalty",
+                          "min_tokens", "ignore_eos", "seed", "logit_bias", "stop_token_ids", "stop", "user",
+                          "response_format", "best_of", "max_tokens", "max_completion_tokens", "echo", "logprobs",
+                          "top_logprobs", "suffix", "add_generation_prompt", "chat_template_kwargs", "tools",
+                          "tool_choice"};
+  const json values[] = {nullptr, true, false, 0, -1, 1e308, 18446744073709551615ull, "s", json::array(),
+                         json::array({1, "a"}), json::object(), json::object({{"type", 5}, {"text", nullptr}})};
+  for (const char* field : fields) {
+    for (const json& v : values) {
+      json completion = {{"prompt", "x"}};
+      completion[field] = v;
+      json chat = {{"messages", {{{"role", "user"}, {"content", "x"}}}}};
+      chat[field] = v;
+      EXPECT_NO_THROW(parse_completion_request(completion, limits())) << field << " " << v.dump();
+      EXPECT_NO_THROW(parse_chat_request(chat, limits())) << field << " " << v.dump();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace deepinfer
