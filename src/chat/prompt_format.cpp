@@ -8,6 +8,11 @@
 
 namespace deepinfer::chat {
 
+PromptFormat prompt_format_for_architecture(const std::string& architecture) {
+  if (architecture == "DeepseekV4ForCausalLM" || architecture == "DeepseekV41ForCausalLM") return PromptFormat::kDeepseekV4;
+  return PromptFormat::kChatTemplate;
+}
+
 Result<PromptFormat> detect_prompt_format(const std::string& model_dir) {
   const std::filesystem::path path = std::filesystem::path(model_dir) / "config.json";
   std::ifstream in(path);
@@ -20,7 +25,9 @@ Result<PromptFormat> detect_prompt_format(const std::string& model_dir) {
     return PromptFormat::kChatTemplate;
   }
   for (const auto& arch : config["architectures"]) {
-    if (arch == "DeepseekV4ForCausalLM" || arch == "DeepseekV41ForCausalLM") return PromptFormat::kDeepseekV4;
+    if (arch.is_string() && prompt_format_for_architecture(arch) == PromptFormat::kDeepseekV4) {
+      return PromptFormat::kDeepseekV4;
+    }
   }
   return PromptFormat::kChatTemplate;
 }

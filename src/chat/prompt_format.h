@@ -15,6 +15,9 @@ enum class PromptFormat {
   kDeepseekV4,    // DeepSeek's V4 encoder
 };
 
+// The format of a model with this config.json architecture ("DeepseekV4ForCausalLM", ...).
+PromptFormat prompt_format_for_architecture(const std::string& architecture);
+
 // From model_dir/config.json's "architectures"; a folder without config.json (a tokenizer alone)
 // gets the chat template. Fails on a config.json that is not JSON.
 Result<PromptFormat> detect_prompt_format(const std::string& model_dir);
