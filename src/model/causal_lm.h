@@ -28,6 +28,7 @@ struct CausalLMInfo {
   size_t n_params = 0;               // parameters loaded
   size_t n_weight_bytes = 0;         // their bytes in stored precision
   DType activation_dtype = DType::F32;  // ModelOptions::activation_dtype as applied
+  std::string kv_note;               // what the model keeps per token beyond the sizes above, for the load log ("" if nothing)
 };
 
 // How a model is loaded, beyond what its folder says.

@@ -40,16 +40,17 @@ Result<std::unique_ptr<CausalLM>> load_causal_lm(const std::string& model_dir, c
 
 std::string describe_causal_lm(const CausalLM& model) {
   const CausalLMInfo& i = model.info();
-  char buf[512];
+  char buf[1024];
   auto kv_bytes = [&](DType t) {
     return MlaCacheLayout{t, i.kv_lora_rank, i.qk_rope_head_dim}.bytes_per_token() * size_t(i.n_layers);
   };
   std::snprintf(buf, sizeof buf,
                 "%s: %.3fB parameters, %.2f GiB of weights, %d layers, vocab %d, context %d; "
-                "KV cache bytes per token: %zu (bf16), %zu (fp8), %zu (f32)%s",
+                "KV cache bytes per token: %zu (bf16), %zu (fp8), %zu (f32)%s%s%s",
                 i.architecture.c_str(), double(i.n_params) / 1e9, double(i.n_weight_bytes) / (1u << 30), i.n_layers,
                 i.vocab_size, i.max_position_embeddings, kv_bytes(DType::BF16), kv_bytes(DType::F8_E4M3),
-                kv_bytes(DType::F32), i.activation_dtype == DType::BF16 ? "; bf16 activations" : "");
+                kv_bytes(DType::F32), i.activation_dtype == DType::BF16 ? "; bf16 activations" : "",
+                i.kv_note.empty() ? "" : "; ", i.kv_note.c_str());
   return buf;
 }
 

@@ -180,5 +180,17 @@ TEST(V4CacheSlots, BytesPerTokenArithmetic) {
   EXPECT_EQ(s.layers[2].comp_entry, 512 + 512 + 512);
 }
 
+// The compact layout's arithmetic at V4-Flash sizes (head_dim 512, rope 64, index_head_dim 128,
+// window 128), one layer of each kind: bf16 entries 1024 B, keys 256 B; fp8 entries 448 e4m3 +
+// 7 scales + 128 B rope = 583 B, FP4 keys 64 + 4 = 68 B.
+TEST(V4CacheSlots, CompactLayoutBytesAtV4FlashSizes) {
+  const V4CompactKvBytes bf16 = v4_compact_kv_bytes({0, 4, 128}, 512, 64, 128, 128, false);
+  EXPECT_DOUBLE_EQ(bf16.per_token, 1024.0 / 4 + 256.0 / 4 + 1024.0 / 128);
+  EXPECT_EQ(bf16.per_sequence, 3u * 128u * 1024u);
+  const V4CompactKvBytes fp8 = v4_compact_kv_bytes({0, 4, 128}, 512, 64, 128, 128, true);
+  EXPECT_DOUBLE_EQ(fp8.per_token, 583.0 / 4 + 68.0 / 4 + 583.0 / 128);
+  EXPECT_EQ(fp8.per_sequence, 3u * 128u * 583u);
+}
+
 }  // namespace
 }  // namespace deepinfer

@@ -46,6 +46,20 @@ V4CacheSlots V4CacheSlots::make(const std::vector<int>& compress_ratios, int hea
   return s;
 }
 
+V4CompactKvBytes v4_compact_kv_bytes(const std::vector<int>& compress_ratios, int head_dim, int rope_dim,
+                                     int index_head_dim, int sliding_window, bool fp8) {
+  const int nope = head_dim - rope_dim;
+  const size_t entry = fp8 ? size_t(nope + (nope + 63) / 64 + rope_dim * 2) : size_t(head_dim) * 2;
+  const size_t key = fp8 ? size_t(index_head_dim / 2 + (index_head_dim + 31) / 32) : size_t(index_head_dim) * 2;
+  V4CompactKvBytes b;
+  for (int ratio : compress_ratios) {
+    b.per_sequence += size_t(sliding_window) * entry;
+    if (ratio > 0) b.per_token += double(entry) / ratio;
+    if (ratio == 4) b.per_token += double(key) / 4;
+  }
+  return b;
+}
+
 void store_latent(uint8_t* entry, const MlaCacheLayout& layout, int offset, const float* src, int n) {
   DI_CHECK(offset >= 0 && offset + n <= layout.kv_lora_rank);
   switch (layout.dtype) {

@@ -42,6 +42,20 @@ struct V4CacheSlots {
   static V4CacheSlots make(const std::vector<int>& compress_ratios, int head_dim, int rope_dim, int index_head_dim);
 };
 
+// KV bytes of the architecture's compact layout (what DeepSeek's own kernels keep), for
+// comparison with the per-token layout above: per token, amortized, one compressed entry per
+// `ratio` tokens in each compressed layer plus one indexer key per 4 tokens in each CSA layer;
+// per sequence, the sliding window's `sliding_window` raw entries in every layer.
+//   bf16: entries head_dim x 2 B, indexer keys index_head_dim x 2 B.
+//   fp8 (DeepSeek's layout): entries (head_dim - rope) e4m3 + one UE8M0 scale per 64 of them +
+//        rope x 2 B (bf16); indexer keys FP4 e2m1 (index_head_dim / 2 B) + one UE8M0 scale per 32.
+struct V4CompactKvBytes {
+  double per_token = 0;     // bytes per token of context, all layers
+  size_t per_sequence = 0;  // bytes of one sequence's full window, all layers
+};
+V4CompactKvBytes v4_compact_kv_bytes(const std::vector<int>& compress_ratios, int head_dim, int rope_dim,
+                                     int index_head_dim, int sliding_window, bool fp8);
+
 // The entry of `position` in one layer's paged cache (block table of its sequence).
 inline uint8_t* cache_entry(uint8_t* layer_base, const MlaCacheLayout& layout, int block_size,
                             const int32_t* block_table, int32_t position) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 
 #include "core/check.h"
 #include "model/deepseek/yarn_rope.h"
@@ -59,6 +60,17 @@ DeepseekV4Model::DeepseekV4Model(DeepseekV4Config c, Checkpoint ckpt, std::uniqu
   info_.bos_token_id = cf.bos_token_id;
   info_.n_params = weights_->n_params;
   info_.n_weight_bytes = weights_->n_bytes;
+  const std::vector<int> ratios(cf.compress_ratios.begin(), cf.compress_ratios.begin() + cf.num_hidden_layers);
+  const V4CompactKvBytes bf16 = v4_compact_kv_bytes(ratios, cf.head_dim, cf.qk_rope_head_dim, cf.index_head_dim,
+                                                    cf.sliding_window, false);
+  const V4CompactKvBytes fp8 = v4_compact_kv_bytes(ratios, cf.head_dim, cf.qk_rope_head_dim, cf.index_head_dim,
+                                                   cf.sliding_window, true);
+  char note[384];
+  std::snprintf(note, sizeof note,
+                "per-token entries hold window K=V, compressor inputs and compressed entries; DeepSeek-V4's compact "
+                "layout would be %.1f B/token + %zu B/sequence (bf16), %.1f B/token + %zu B/sequence (fp8)",
+                bf16.per_token, bf16.per_sequence, fp8.per_token, fp8.per_sequence);
+  info_.kv_note = note;
 }
 
 void DeepseekV4Model::forward(const ForwardBatch& b, const KvCacheView& kv, float* logits) {
