@@ -55,6 +55,8 @@ class GrammarMatcher {
   // possible end, for steering toward one (e.g. near a token budget).
   uint32_t min_bytes_to_end();
   const Status& status() const { return automaton_.status(); }
+  // Masks held in the per-state cache (grows by one on each mask computed, not copied).
+  size_t n_cached_masks() const { return mask_slot_.size(); }
   const TokenVocabulary& vocabulary() const { return *vocabulary_; }
 
  private:
