@@ -116,6 +116,29 @@ bool GenerationJob::pump() {
   return completed_;
 }
 
+void GenerationJob::fail_internal() noexcept {
+  try {
+    std::lock_guard lock(pump_mu_);
+    if (completed_) return;
+    completed_ = true;
+    for (size_t p = 0; p < handles_.size(); ++p)
+      if (!engine_done_[p]) engine_->abort(handles_[p].id());
+    if (responder_->disconnected()) return;
+    ApiError e;
+    e.status = 500;
+    e.type = "internal_error";
+    e.message = "internal error while producing the response";
+    if (stream_started_) {
+      write_event(e.to_json());
+      responder_->write("data: [DONE]\n\n");
+      responder_->end();
+    } else {
+      responder_->send(e.status, "application/json", dump(e.to_json()));
+    }
+  } catch (...) {
+  }
+}
+
 void GenerationJob::consume(size_t prompt_index, const RequestOutput& u) {
 
   n_cached_[prompt_index] = u.n_cached_tokens;

@@ -60,6 +60,9 @@ class GenerationJob {
   bool pump();
   // Stops generating (client gone, timeout, shutdown); the job completes on its next pump().
   void abort(const std::string& reason);
+  // After pump() threw (a defect): stops generating and ends the response with a 500 (or an
+  // error event, mid-stream); the job is complete. Never throws.
+  void fail_internal() noexcept;
   void set_deadline(Clock::time_point t) { deadline_.store(t); }
   bool past_deadline(Clock::time_point now) const { return now >= deadline_.load(); }
 

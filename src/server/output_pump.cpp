@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 
+#include <cstdio>
+
 namespace deepinfer {
 
 OutputPump::OutputPump(int n_threads) {
@@ -70,7 +72,15 @@ void OutputPump::run() {
     }
     // Cleared before pumping: output that arrives during pump() queues it again.
     job->queued.store(false);
-    if (job->pump()) {
+    bool done = false;
+    try {
+      done = job->pump();
+    } catch (const std::exception& e) {  // a defect costs this request, never the process
+      std::fprintf(stderr, "deepinfer: internal error producing a response: %s\n", e.what());
+      job->fail_internal();
+      done = true;
+    }
+    if (done) {
       std::lock_guard lock(mu_);
       active_.erase(job.get());
     }

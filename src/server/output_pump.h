@@ -1,6 +1,7 @@
 // OutputPump: the threads that turn engine output into HTTP bytes. The engine thread only calls
 // notify(job) (cheap: a queue push); pump threads run GenerationJob::pump(). It also owns the
-// active jobs, aborts those past their deadline, and counts them for admission control.
+// active jobs, aborts those past their deadline, and counts them for admission control. A pump()
+// that throws (a defect) fails only its own job (GenerationJob::fail_internal), never the thread.
 #pragma once
 
 #include <condition_variable>
