@@ -25,7 +25,10 @@ struct IndexerWeights {
 // The entries [0, n_entries) a query reads, ascending: all of them when n_entries <= topk,
 // else the topk best scores (ties to the lower index). q: [n_heads, head_dim] roped;
 // head_weights: [n_heads]; keys: [n_entries, head_dim]. Returns the count written to `selected`.
-int indexer_select(const IndexerWeights& w, const float* q, const float* head_weights, const float* keys,
-                   int n_entries, int32_t* selected, std::vector<float>& scores);
+// The q . key products run as one GEMM on the backend (keys as an f32 weight); `dots` and
+// `scores` are scratch.
+int indexer_select(Backend& backend, const IndexerWeights& w, const float* q, const float* head_weights,
+                   const float* keys, int n_entries, int32_t* selected, std::vector<float>& dots,
+                   std::vector<float>& scores);
 
 }  // namespace deepinfer

@@ -20,7 +20,7 @@ T* sized(std::vector<T>& v, size_t n) {
 
 // Per-thread buffers of one row's attention.
 struct RowScratch {
-  std::vector<float> keys, index_keys, scores, index_scores, token_kv, token_score, entry;
+  std::vector<float> keys, scores, index_dots, index_scores, token_kv, token_score, entry;
   std::vector<int32_t> selected;
 };
 
@@ -209,6 +209,22 @@ void DeepseekV4Model::attention(int layer, const ForwardBatch& b, const KvCacheV
     backend_.linear({xn, d, n, &ix.weights_proj, iw, ix.n_heads});
   }
 
+  if (ratio == 4) {  // each sequence's indexer keys, gathered once for all of its rows: [entries, index_head_dim]
+    s_.index_key_offset.assign(b.seqs.size() + 1, 0);
+    for (size_t si = 0; si < b.seqs.size(); ++si)
+      s_.index_key_offset[si + 1] = s_.index_key_offset[si] + size_t(b.seqs[si].n_ctx / ratio) * size_t(ix.head_dim);
+    sized(s_.index_keys, s_.index_key_offset.back());
+#pragma omp parallel for schedule(dynamic, 1) if (b.seqs.size() > 1)
+    for (size_t si = 0; si < b.seqs.size(); ++si) {
+      const BatchSequence& s = b.seqs[si];
+      float* keys = s_.index_keys.data() + s_.index_key_offset[si];
+      for (int w = 0; w < s.n_ctx / ratio; ++w) {
+        const uint8_t* e = cache_entry(layer_base, kv.layout, kv.block_size, s.block_table, w * ratio + ratio - 1);
+        load_latent(e, kv.layout, slot.idx_key, keys + size_t(w) * size_t(ix.head_dim), ix.head_dim);
+      }
+    }
+  }
+
   float* o = sized(s_.o, size_t(n * H * hd));
   const float scale = float(1.0 / std::sqrt(double(hd)));
 #pragma omp parallel for schedule(dynamic, 1) if (n > 1)
@@ -222,13 +238,9 @@ void DeepseekV4Model::attention(int layer, const ForwardBatch& b, const KvCacheV
     int32_t* selected = sized(rs.selected, size_t(std::max(n_visible, 1)));
     int n_selected = n_visible;
     if (ratio == 4) {
-      float* keys = sized(rs.index_keys, size_t(n_visible) * size_t(ix.head_dim));
-      for (int w = 0; w < n_visible; ++w) {
-        const uint8_t* e = cache_entry(layer_base, kv.layout, kv.block_size, s.block_table, w * ratio + ratio - 1);
-        load_latent(e, kv.layout, slot.idx_key, keys + size_t(w) * size_t(ix.head_dim), ix.head_dim);
-      }
-      n_selected = indexer_select(ix, iq + r * ix.n_heads * ix.head_dim, iw + r * ix.n_heads, keys, n_visible,
-                                  selected, rs.index_scores);
+      const float* keys = s_.index_keys.data() + s_.index_key_offset[size_t(s_.row_seq[size_t(r)])];
+      n_selected = indexer_select(backend_, ix, iq + r * ix.n_heads * ix.head_dim, iw + r * ix.n_heads, keys,
+                                  n_visible, selected, rs.index_dots, rs.index_scores);
     } else {
       for (int w = 0; w < n_visible; ++w) selected[w] = w;
     }
@@ -242,7 +254,7 @@ void DeepseekV4Model::attention(int layer, const ForwardBatch& b, const KvCacheV
       const uint8_t* e = cache_entry(layer_base, kv.layout, kv.block_size, s.block_table, selected[i] * ratio + ratio - 1);
       load_latent(e, kv.layout, slot.comp_entry, keys + (n_window + i) * hd, int(hd));
     }
-    sink_attention(q + r * H * hd, int(H), int(hd), keys, n_window + n_selected, a.sink.data(), scale,
+    sink_attention(backend_, q + r * H * hd, int(H), int(hd), keys, n_window + n_selected, a.sink.data(), scale,
                    o + r * H * hd, rs.scores);
   }
   int32_t* neg = sized(s_.neg_positions, size_t(n));

@@ -56,6 +56,8 @@ class DeepseekV4Model final : public CausalLM {
   struct Scratch {  // reused across steps; sized on demand
     std::vector<float> streams, y, xn, out, post, comb, mixes, qr, q, kv, o, og, ckv, cscore, iq, iw, logits,
         expert_weights;
+    std::vector<float> index_keys;          // per sequence: its indexer keys [n_ctx / 4, index_head_dim]
+    std::vector<size_t> index_key_offset;   // [n_seqs + 1] into index_keys
     std::vector<int32_t> expert_ids, row_seq, neg_positions;
     ClampedMoeScratch moe;
   } s_;

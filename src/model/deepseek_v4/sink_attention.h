@@ -7,10 +7,13 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/ops.h"
+
 namespace deepinfer {
 
 // q: [n_heads, dim]; keys: [n_keys, dim] (also the values); sink: [n_heads]; out: [n_heads, dim].
-void sink_attention(const float* q, int n_heads, int dim, const float* keys, int n_keys, const float* sink,
-                    float scale, float* out, std::vector<float>& scores);
+// The q . k products run as one GEMM on the backend (keys as an f32 weight); `scores` is scratch.
+void sink_attention(Backend& backend, const float* q, int n_heads, int dim, const float* keys, int n_keys,
+                    const float* sink, float scale, float* out, std::vector<float>& scores);
 
 }  // namespace deepinfer
