@@ -5,7 +5,7 @@ experts).
 
 Usage:
   python3 tools/make_v4_checkpoint.py OUT_DIR [--preset tiny-v4|v4-flash-like] [--layers N]
-      [--set key=value ...] [--dtype bf16|fp8] [--seed S]
+      [--set key=value ...] [--dtype bf16|fp8] [--tokenizer DIR] [--seed S]
 
 Presets (config.json dicts in the published top-level form; --layers and --set change them):
 - tiny-v4: the shape of the shared fixture tiny-v4 (hidden 128, vocab 1024, 4 layers with
@@ -17,7 +17,8 @@ Presets (config.json dicts in the published top-level form; --layers and --set c
 --layers N keeps the ratio pattern (0 first, then 4 and 128 alternating) and adds the MTP entry 0.
 
 What it writes into OUT_DIR (created if missing): config.json, generation_config.json (bos 0,
-eos 1) and model.safetensors with the published tensor names (no "model." prefix) and dtypes:
+eos 1, or the tokenizer's), with --tokenizer DIR its tokenizer.json and tokenizer_config.json
+(vocab_size becomes the tokenizer's size unless --set gives one), and model.safetensors with the published tensor names (no "model." prefix) and dtypes:
 F32 hyper-connection parameters, attention sinks, compressor position biases and router biases;
 I64 tid2eid in hash-routed layers; BF16 everything else. With --dtype fp8 the linear weights
 (attention, indexer wq_b, shared experts, MTP e_proj/h_proj) are F8_E4M3 with F8_E8M0 `.scale`
@@ -38,6 +39,7 @@ import hashlib
 import json
 import math
 import os
+import shutil
 import struct
 import sys
 
@@ -45,6 +47,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import weight_formats as wf  # noqa: E402
+from deepseek_config import tokenizer_info  # noqa: E402
 
 TINY_V4 = {
     "architectures": ["DeepseekV4ForCausalLM"], "model_type": "deepseek_v4", "attention_bias": False,
@@ -90,8 +93,15 @@ def parse_set(item):
     return key, value
 
 
-def build_config(preset, layers, sets, dtype):
+def build_config(preset, layers, sets, dtype, tokenizer=None):
     config = copy.deepcopy(PRESETS[preset])
+    if tokenizer:
+        size, bos, eos = tokenizer_info(tokenizer)
+        config["vocab_size"] = size
+        if bos is not None:
+            config["bos_token_id"] = bos
+        if eos is not None:
+            config["eos_token_id"] = eos
     if layers is not None:
         config["num_hidden_layers"] = layers
         config["compress_ratios"] = ratios_for(layers) + [0] * config["num_nextn_predict_layers"]
@@ -293,10 +303,15 @@ def main(argv=None):
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="config field (JSON value; dotted keys for nested fields)")
     parser.add_argument("--dtype", choices=("bf16", "fp8"), default="bf16")
+    parser.add_argument("--tokenizer", help="folder with tokenizer.json/tokenizer_config.json to copy in")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
-    config = build_config(args.preset, args.layers, args.set, args.dtype)
+    config = build_config(args.preset, args.layers, args.set, args.dtype, args.tokenizer)
     os.makedirs(args.out_dir, exist_ok=True)
+    if args.tokenizer:
+        for name in ("tokenizer.json", "tokenizer_config.json"):
+            if os.path.isfile(os.path.join(args.tokenizer, name)):
+                shutil.copyfile(os.path.join(args.tokenizer, name), os.path.join(args.out_dir, name))
     tensors = plan(config, args.dtype, args.seed)
     n_bytes = write_safetensors(os.path.join(args.out_dir, "model.safetensors"), tensors)
     with open(os.path.join(args.out_dir, "config.json"), "w") as f:

@@ -11,6 +11,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import urllib.request
 
 import pytest
 
@@ -50,6 +51,39 @@ def test_generated_v4_variant_runs(deepinfer_bin, tmp_path, variant):
     assert all(math.isfinite(lp) and lp <= 0 for lp in whole["logprobs"])
     chunked = generate(deepinfer_bin, model, "--max-num-batched-tokens", "7")
     assert chunked == whole
+
+
+def test_server_completes_with_a_v4_checkpoint(deepinfer_bin, tmp_path):
+    """`deepinfer serve` on a V4 checkpoint with DeepSeek-V3's tokenizer: completions from text and
+    from token ids, greedy, equal to `deepinfer generate` on the same ids."""
+    sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+    from server import Server  # the e2e tests' server process helper
+
+    model = tmp_path / "served"
+    subprocess.run(GENERATOR + [str(model), "--tokenizer", str(ROOT / "tests" / "data" / "tokenizers" / "deepseek-v3"),
+                                "--seed", "9"], check=True, capture_output=True, timeout=300)
+    server = Server(deepinfer_bin, model)
+    try:
+        def complete(prompt):
+            body = json.dumps({"model": "tiny", "prompt": prompt, "max_tokens": 6, "temperature": 0}).encode()
+            req = urllib.request.Request(server.base + "/v1/completions", body, {"Content-Type": "application/json"})
+            with urllib.request.urlopen(req, timeout=120) as r:
+                return json.loads(r.read())
+        text = complete("Hello, DeepSeek-V4")
+        assert text["choices"][0]["finish_reason"] == "length"
+        assert text["usage"]["completion_tokens"] == 6
+        ids = [5, 17, 300, 2, 9]
+        by_ids = complete(ids)
+        assert by_ids["usage"]["prompt_tokens"] == len(ids)
+    finally:
+        server.stop()
+    out = subprocess.run([deepinfer_bin, "generate", "--model", str(model), "--prompt-ids", "5,17,300,2,9",
+                          "--max-tokens", "6", "--temperature", "0", "--ignore-eos", "--json"],
+                         capture_output=True, text=True, timeout=300, check=True)
+    from_cli = json.loads(out.stdout)["output_ids"]
+    text_of = subprocess.run([deepinfer_bin, "detokenize", "--model", str(model)], input=json.dumps({"ids": from_cli}),
+                             capture_output=True, text=True, timeout=60, check=True)
+    assert by_ids["choices"][0]["text"] == json.loads(text_of.stdout)["text"]
 
 
 def test_truncated_v4_checkpoint_is_named(deepinfer_bin, tmp_path):
