@@ -23,6 +23,10 @@ struct ByteSet {
   void add(uint8_t b) { words[b >> 6] |= uint64_t(1) << (b & 63); }
   bool contains(uint8_t b) const { return (words[b >> 6] >> (b & 63)) & 1; }
   bool empty() const { return (words[0] | words[1] | words[2] | words[3]) == 0; }
+  bool subset_of(const ByteSet& o) const {
+    return ((words[0] & ~o.words[0]) | (words[1] & ~o.words[1]) | (words[2] & ~o.words[2]) |
+            (words[3] & ~o.words[3])) == 0;
+  }
   ByteSet& operator|=(const ByteSet& o) {
     for (int i = 0; i < 4; ++i) words[i] |= o.words[i];
     return *this;

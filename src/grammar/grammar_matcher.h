@@ -1,36 +1,33 @@
 // GrammarMatcher: the token-level matcher of one sequence: which tokens of the vocabulary may come
 // next under a CompiledGrammar, and the grammar state as tokens are accepted or rolled back.
 //
-// The mask of a state is computed by walking the vocabulary's byte trie with the automaton
-// (a subtree is skipped at its first dead byte) and cached per automaton state, so a state seen
-// before costs one copy of the mask. End ids are allowed exactly where the grammar accepts; after
-// an end id is accepted the matcher is terminated and only end ids stay allowed.
+// Masks come from a GrammarMaskCache, shared by the matchers of one grammar and vocabulary (pass
+// the same cache to the sequences of a request and to requests with the same schema) or private
+// to this matcher. End ids are allowed exactly where the grammar accepts; after an end id is
+// accepted the matcher is terminated and only end ids stay allowed.
 //
 // Failure: if the automaton passes one of its limits, status() fails with the reason, the mask
 // allows only end ids, and the caller should finish the sequence with that error.
-// Not thread-safe; different matchers may run on different threads.
+// A matcher is used by one thread at a time; matchers sharing a cache may run on different
+// threads.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "core/status.h"
 #include "grammar/compiled_grammar.h"
-#include "grammar/grammar_automaton.h"
+#include "grammar/grammar_mask_cache.h"
 #include "grammar/token_vocabulary.h"
 
 namespace deepinfer::grammar {
 
-struct MatcherOptions {
-  AutomatonLimits automaton;
-  size_t mask_cache_bytes = 32u << 20;  // cached masks; cleared when full
-};
-
 class GrammarMatcher {
  public:
+  explicit GrammarMatcher(std::shared_ptr<GrammarMaskCache> cache);
+  // A matcher with a cache of its own.
   GrammarMatcher(const CompiledGrammar& grammar, std::shared_ptr<const TokenVocabulary> vocabulary,
                  MatcherOptions options = {});
 
@@ -54,24 +51,16 @@ class GrammarMatcher {
   // or GrammarAutomaton::kFar when a bounded search finds no end: how far the output is from a
   // possible end, for steering toward one (e.g. near a token budget).
   uint32_t min_bytes_to_end();
-  const Status& status() const { return automaton_.status(); }
-  // Masks held in the per-state cache (grows by one on each mask computed, not copied).
-  size_t n_cached_masks() const { return mask_slot_.size(); }
-  const TokenVocabulary& vocabulary() const { return *vocabulary_; }
+  Status status() const { return cache_->status(); }
+  const TokenVocabulary& vocabulary() const { return cache_->vocabulary(); }
+  const std::shared_ptr<GrammarMaskCache>& cache() const { return cache_; }
 
  private:
   static constexpr int32_t kTerminated = -3;
   int32_t current() const { return history_.back(); }
-  void compute_mask(int32_t state, uint32_t* bitmask);
-  void set_end_bits(uint32_t* bitmask) const;
 
-  std::shared_ptr<const TokenVocabulary> vocabulary_;
-  MatcherOptions options_;
-  GrammarAutomaton automaton_;
+  std::shared_ptr<GrammarMaskCache> cache_;
   std::vector<int32_t> history_;  // state after each step; [0] the initial state
-  std::unordered_map<int32_t, size_t> mask_slot_;  // state -> offset in masks_
-  std::vector<uint32_t> masks_;
-  std::vector<int32_t> walk_states_;  // per trie depth
 };
 
 }  // namespace deepinfer::grammar

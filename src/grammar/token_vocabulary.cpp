@@ -43,6 +43,7 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> token_bytes, std::vect
   // Preorder construction from the sorted tokens: `open` holds the node of each depth on the path
   // of the previous token.
   std::vector<uint32_t> open;
+  std::vector<uint32_t> parent;  // per node; UINT32_MAX for a first byte
   const std::string* prev = nullptr;
   for (int32_t id : order) {
     const std::string& t = bytes_[size_t(id)];
@@ -55,6 +56,7 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> token_bytes, std::vect
       open.pop_back();
     }
     for (size_t d = common; d < t.size(); ++d) {
+      parent.push_back(open.empty() ? UINT32_MAX : open.back());
       open.push_back(uint32_t(trie_.size()));
       trie_.push_back({uint8_t(t[d]), uint16_t(d + 1), 0, uint32_t(node_tokens_.size()), 0});
     }
@@ -67,6 +69,11 @@ TokenVocabulary::TokenVocabulary(std::vector<std::string> token_bytes, std::vect
   while (!open.empty()) {
     trie_[open.back()].subtree_end = uint32_t(trie_.size());
     open.pop_back();
+  }
+  subtree_bytes_.resize(trie_.size());
+  for (size_t i = trie_.size(); i-- > 0;) {
+    subtree_bytes_[i].add(trie_[i].byte);
+    if (parent[i] != UINT32_MAX) subtree_bytes_[parent[i]] |= subtree_bytes_[i];
   }
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "grammar/byte_set.h"
 
 namespace deepinfer {
 class Tokenizer;
@@ -20,7 +21,8 @@ namespace deepinfer::grammar {
 class TokenVocabulary {
  public:
   // A trie node in preorder: the node's byte, its depth (1 for a first byte), the index one past
-  // its subtree, and the tokens whose bytes end here (node_tokens()[first_token, +n_tokens)).
+  // its subtree, and the tokens whose bytes end here (node_tokens()[first_token, +n_tokens)); the
+  // tokens of a subtree are contiguous in node_tokens(), from its root's first_token.
   struct TrieNode {
     uint8_t byte;
     uint16_t depth;
@@ -43,6 +45,13 @@ class TokenVocabulary {
   bool is_end(int32_t id) const;
   const std::vector<TrieNode>& trie() const { return trie_; }
   const std::vector<int32_t>& node_tokens() const { return node_tokens_; }
+  // Every byte of the subtree of trie node i (its own byte included); the tokens of that subtree
+  // are node_tokens()[trie()[i].first_token, subtree_tokens_end(i)).
+  const ByteSet& subtree_bytes(size_t i) const { return subtree_bytes_[i]; }
+  uint32_t subtree_tokens_end(size_t i) const {
+    const uint32_t end = trie_[i].subtree_end;
+    return end < trie_.size() ? trie_[end].first_token : uint32_t(node_tokens_.size());
+  }
   size_t max_token_bytes() const { return max_token_bytes_; }
 
  private:
@@ -50,6 +59,7 @@ class TokenVocabulary {
   std::vector<int32_t> end_ids_;
   std::vector<TrieNode> trie_;
   std::vector<int32_t> node_tokens_;
+  std::vector<ByteSet> subtree_bytes_;
   size_t max_token_bytes_ = 0;
 };
 

@@ -7,6 +7,7 @@
 
 #include "grammar/compiled_grammar.h"
 #include "grammar/grammar_automaton.h"
+#include "grammar/grammar_mask_cache.h"
 #include "grammar/grammar_matcher.h"
 #include "grammar/token_vocabulary.h"
 #include "tokenizer/tokenizer.h"
@@ -117,6 +118,49 @@ TEST_F(GrammarMatcherTest, MaskEqualsBruteForceOnRandomWalks) {
     }
   }
   EXPECT_GE(n_checked, 30u);
+}
+
+TEST_F(GrammarMatcherTest, MaskEqualsBruteForceAtFixedStates) {
+  // Inside strings (where whole trie subtrees are taken at once), mid-character, in keys.
+  auto g = CompiledGrammar::FromJsonSchema(R"({"type": "object", "properties": {
+      "name": {"type": "string"}, "short": {"type": "string", "maxLength": 3}},
+      "additionalProperties": {"type": "integer"}})");
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  for (const char* prefix : {"{\"name\":\"", "{\"name\":\"ab\\", "{\"name\":\"\xe4", "{\"short\":\"ab",
+                             "{\"nam", "{\"name\":\"x\",\"o", "{\"zz\":-1"}) {
+    GrammarMatcher m(*g, vocab_);
+    ASSERT_TRUE(m.accept_bytes(prefix)) << prefix;
+    std::vector<uint32_t> mask(vocab_->bitmask_words());
+    m.fill_next_token_bitmask(mask.data());
+    EXPECT_EQ(mask, reference_mask(*g, prefix, false)) << prefix;
+  }
+}
+
+TEST_F(GrammarMatcherTest, MatchersSharingACacheGetTheSameMasks) {
+  auto g = CompiledGrammar::FromJsonSchema(R"({"type": "array", "items": {"type": "string"}})");
+  ASSERT_TRUE(g.ok());
+  auto cache = std::make_shared<GrammarMaskCache>(*g, vocab_);
+  auto ids = tokenizer_->encode("[\"hello\", \"world\"]", false);
+  ASSERT_TRUE(ids.ok());
+  std::vector<std::vector<uint32_t>> first;
+  std::vector<uint32_t> mask(vocab_->bitmask_words());
+  GrammarMatcher a(cache);
+  for (int32_t id : *ids) {
+    a.fill_next_token_bitmask(mask.data());
+    first.push_back(mask);
+    ASSERT_TRUE(a.accept_token(id));
+  }
+  const size_t cached = cache->n_cached_masks();
+  GrammarMatcher b(cache), own(*g, vocab_);
+  for (size_t i = 0; i < ids->size(); ++i) {
+    b.fill_next_token_bitmask(mask.data());
+    EXPECT_EQ(mask, first[i]);
+    own.fill_next_token_bitmask(mask.data());
+    EXPECT_EQ(mask, first[i]);
+    ASSERT_TRUE(b.accept_token((*ids)[i]));
+    ASSERT_TRUE(own.accept_token((*ids)[i]));
+  }
+  EXPECT_EQ(cache->n_cached_masks(), cached);  // the second sequence computed nothing
 }
 
 TEST_F(GrammarMatcherTest, RejectsDisallowedTokensAndEndsOnlyWhereAccepted) {

@@ -1,0 +1,119 @@
+#include "grammar/grammar_mask_cache.h"
+
+#include <cstring>
+
+namespace deepinfer::grammar {
+
+GrammarMaskCache::GrammarMaskCache(const CompiledGrammar& grammar,
+                                   std::shared_ptr<const TokenVocabulary> vocabulary,
+                                   MatcherOptions options)
+    : vocabulary_(std::move(vocabulary)),
+      options_(options),
+      automaton_(grammar.grammar(), options.automaton),
+      initial_(automaton_.initial_state()),
+      walk_states_(vocabulary_->max_token_bytes() + 1) {}
+
+int32_t GrammarMaskCache::walk(int32_t state, std::string_view bytes) {
+  std::lock_guard lock(mu_);
+  return automaton_.walk(state, bytes);
+}
+
+bool GrammarMaskCache::accepts(int32_t state) {
+  std::lock_guard lock(mu_);
+  return automaton_.accepts(state);
+}
+
+bool GrammarMaskCache::can_continue(int32_t state) {
+  std::lock_guard lock(mu_);
+  return !automaton_.next_bytes(state).empty();
+}
+
+uint32_t GrammarMaskCache::bytes_to_accept(int32_t state) {
+  std::lock_guard lock(mu_);
+  return automaton_.bytes_to_accept(state);
+}
+
+Status GrammarMaskCache::status() {
+  std::lock_guard lock(mu_);
+  return automaton_.status();
+}
+
+size_t GrammarMaskCache::n_cached_masks() {
+  std::lock_guard lock(mu_);
+  return mask_slot_.size();
+}
+
+void GrammarMaskCache::set_end_bits(uint32_t* bitmask) const {
+  for (int32_t id : vocabulary_->end_ids()) bitmask[id / 32] |= uint32_t(1) << (id % 32);
+}
+
+void GrammarMaskCache::compute_mask(int32_t state, uint32_t* bitmask) {
+  const std::vector<TokenVocabulary::TrieNode>& trie = vocabulary_->trie();
+  const std::vector<int32_t>& node_tokens = vocabulary_->node_tokens();
+  walk_states_[0] = state;
+  const ByteSet loops = self_loops(state);
+  for (size_t i = 0; i < trie.size();) {
+    const TokenVocabulary::TrieNode& node = trie[i];
+    const int32_t from = walk_states_[node.depth - 1];
+    // A subtree whose every byte loops back to the walk's state is accepted whole, unstepped.
+    if (from == state && vocabulary_->subtree_bytes(i).subset_of(loops)) {
+      for (uint32_t k = node.first_token, end = vocabulary_->subtree_tokens_end(i); k < end; ++k) {
+        const int32_t id = node_tokens[k];
+        bitmask[id / 32] |= uint32_t(1) << (id % 32);
+      }
+      i = node.subtree_end;
+      continue;
+    }
+    const int32_t next = automaton_.step(from, node.byte);
+    if (next == GrammarAutomaton::kDead) {
+      i = node.subtree_end;
+      continue;
+    }
+    walk_states_[node.depth] = next;
+    for (uint32_t k = 0; k < node.n_tokens; ++k) {
+      const int32_t id = node_tokens[node.first_token + k];
+      bitmask[id / 32] |= uint32_t(1) << (id % 32);
+    }
+    ++i;
+  }
+  if (automaton_.accepts(state)) set_end_bits(bitmask);
+}
+
+ByteSet GrammarMaskCache::self_loops(int32_t state) {
+  ByteSet loops;
+  for (unsigned b = 0; b < 256; ++b) {
+    if (automaton_.next_bytes(state).contains(uint8_t(b)) && automaton_.step(state, uint8_t(b)) == state) {
+      loops.add(uint8_t(b));
+    }
+  }
+  return loops;
+}
+
+void GrammarMaskCache::fill_mask(int32_t state, uint32_t* bitmask) {
+  const size_t words = vocabulary_->bitmask_words();
+  std::lock_guard lock(mu_);
+  std::memset(bitmask, 0, words * sizeof(uint32_t));
+  if (!automaton_.status().ok()) {
+    set_end_bits(bitmask);
+    return;
+  }
+  auto it = mask_slot_.find(state);
+  if (it != mask_slot_.end()) {
+    std::memcpy(bitmask, masks_.data() + it->second, words * sizeof(uint32_t));
+    return;
+  }
+  compute_mask(state, bitmask);
+  if (!automaton_.status().ok()) {
+    std::memset(bitmask, 0, words * sizeof(uint32_t));
+    set_end_bits(bitmask);
+    return;
+  }
+  if ((masks_.size() + words) * sizeof(uint32_t) > options_.mask_cache_bytes) {
+    masks_.clear();
+    mask_slot_.clear();
+  }
+  mask_slot_.emplace(state, masks_.size());
+  masks_.insert(masks_.end(), bitmask, bitmask + words);
+}
+
+}  // namespace deepinfer::grammar

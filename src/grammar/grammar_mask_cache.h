@@ -1,0 +1,67 @@
+// GrammarMaskCache: what the matchers of one (CompiledGrammar, TokenVocabulary) pair share: the
+// byte-level automaton (its states and transitions) and the allowed-token mask of every state
+// seen, so that a state one sequence has met costs every other sequence one copy of its mask
+// (n > 1 choices, and every request of a cached schema, start warm).
+//
+// A state's mask is computed by walking the vocabulary's byte trie with the automaton (a subtree
+// is skipped at its first dead byte, and taken whole when all its bytes loop back to the state
+// the walk starts from, as inside a JSON string); the end ids are set where the state accepts. The cache is
+// bounded (MatcherOptions::mask_cache_bytes; cleared when full) as the automaton is
+// (AutomatonLimits); past a limit, status() fails for every matcher sharing it.
+// Thread-safe: one mutex guards all of it (a mask computation holds it for its duration).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status.h"
+#include "grammar/compiled_grammar.h"
+#include "grammar/grammar_automaton.h"
+#include "grammar/token_vocabulary.h"
+
+namespace deepinfer::grammar {
+
+struct MatcherOptions {
+  AutomatonLimits automaton;
+  size_t mask_cache_bytes = 64u << 20;  // cached masks; cleared when full
+};
+
+class GrammarMaskCache {
+ public:
+  GrammarMaskCache(const CompiledGrammar& grammar, std::shared_ptr<const TokenVocabulary> vocabulary,
+                   MatcherOptions options = {});
+
+  const TokenVocabulary& vocabulary() const { return *vocabulary_; }
+  int32_t initial_state() const { return initial_; }
+  // The automaton's answers (GrammarAutomaton), under the lock.
+  int32_t walk(int32_t state, std::string_view bytes);
+  bool accepts(int32_t state);
+  bool can_continue(int32_t state);
+  uint32_t bytes_to_accept(int32_t state);
+  // Writes the mask of `state` (vocabulary().bitmask_words() words). When status() fails, the
+  // mask allows only the end ids.
+  void fill_mask(int32_t state, uint32_t* bitmask);
+  Status status();
+  size_t n_cached_masks();
+
+ private:
+  void compute_mask(int32_t state, uint32_t* bitmask);
+  // The bytes that lead from `state` back to itself.
+  ByteSet self_loops(int32_t state);
+  void set_end_bits(uint32_t* bitmask) const;
+
+  std::shared_ptr<const TokenVocabulary> vocabulary_;
+  MatcherOptions options_;
+  std::mutex mu_;
+  GrammarAutomaton automaton_;
+  int32_t initial_;
+  std::unordered_map<int32_t, size_t> mask_slot_;  // state -> offset in masks_
+  std::vector<uint32_t> masks_;
+  std::vector<int32_t> walk_states_;  // per trie depth
+};
+
+}  // namespace deepinfer::grammar
