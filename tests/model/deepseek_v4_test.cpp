@@ -12,6 +12,8 @@
 #include "core/mapped_file.h"
 #include "model/deepseek_v4/block_scaled_weights.h"
 #include "model/deepseek_v4/cache_slots.h"
+#include "model/deepseek_v4/compressor.h"
+#include "model/deepseek_v4/sqrtsoftplus_router.h"
 #include "model/deepseek_v4/hyper_connection.h"
 #include "model/deepseek_v4/model.h"
 #include "model/loader.h"
@@ -190,6 +192,49 @@ TEST(V4CacheSlots, CompactLayoutBytesAtV4FlashSizes) {
   const V4CompactKvBytes fp8 = v4_compact_kv_bytes({0, 4, 128}, 512, 64, 128, 128, true);
   EXPECT_DOUBLE_EQ(fp8.per_token, 583.0 / 4 + 68.0 / 4 + 583.0 / 128);
   EXPECT_EQ(fp8.per_sequence, 3u * 128u * 583u);
+}
+
+// Pooling by the README's rule, on values small enough to compute by hand: ratio 4 with overlap,
+// dim 1 (coff 2: column 0 is the previous window's series, column 1 the current one's).
+TEST(Compressor, OverlappingPoolIsASoftmaxOverEightSlots) {
+  CompressorWeights w;
+  w.ratio = 4;
+  w.dim = 1;
+  w.overlap = true;
+  // tokens of window w-1 then window w: [kv0, kv1] and [score0, score1] per token.
+  const float kv[16] = {1, 100, 2, 100, 3, 100, 4, 100, 100, 5, 100, 6, 100, 7, 100, 8};
+  const float score[16] = {0, 9, 0, 9, 0, 9, std::log(2.0f), 9, 9, 0, 9, 0, 9, 0, 9, std::log(3.0f)};
+  float entry = 0;
+  compressor_pool(w, kv, score, 4, &entry);
+  // weights e^score over the 8 slots: 1, 1, 1, 2 (values 1..4) and 1, 1, 1, 3 (values 5..8).
+  EXPECT_NEAR(entry, (1 + 2 + 3 + 2 * 4 + 5 + 6 + 7 + 3 * 8) / 11.0f, 1e-5f);
+  compressor_pool(w, kv + 8, score + 8, 0, &entry);  // window 0: only its own 4 slots
+  EXPECT_NEAR(entry, (5 + 6 + 7 + 3 * 8) / 6.0f, 1e-5f);
+}
+
+// sqrtsoftplus routing by the README's rule: choice by s + bias, weights from s alone, normalized
+// and scaled; hash layers take tid2eid's experts.
+TEST(SqrtSoftplusRouter, BiasChoosesScoresWeigh) {
+  SqrtSoftplusRouter r;
+  r.n_experts = 4;
+  r.top_k = 2;
+  r.routed_scaling_factor = 1.5f;
+  r.bias = {0.0f, 10.0f, 0.0f, 0.0f};
+  const float logits[4] = {3.0f, -2.0f, 1.0f, 0.0f};
+  int32_t ids[2];
+  float weights[2];
+  r.route(logits, 0, ids, weights);
+  auto s = [](float x) { return std::sqrt(std::log1p(std::exp(x))); };
+  EXPECT_EQ(ids[0], 1);  // the bias wins the choice
+  EXPECT_EQ(ids[1], 0);
+  EXPECT_NEAR(weights[0], s(-2) / (s(-2) + s(3)) * 1.5f, 1e-6f);
+  EXPECT_NEAR(weights[1], s(3) / (s(-2) + s(3)) * 1.5f, 1e-6f);
+  r.bias.clear();
+  r.tid2eid = {2, 3, 3, 0};  // token 1 -> experts 3, 0
+  r.route(logits, 1, ids, weights);
+  EXPECT_EQ(ids[0], 3);
+  EXPECT_EQ(ids[1], 0);
+  EXPECT_NEAR(weights[0] + weights[1], 1.5f, 1e-6f);
 }
 
 }  // namespace
