@@ -7,7 +7,9 @@
 // is skipped at its first dead byte, and taken whole when all its bytes loop back to the state
 // the walk starts from, as inside a JSON string); the end ids are set where the state accepts. The cache is
 // bounded (MatcherOptions::mask_cache_bytes; cleared when full) as the automaton is
-// (AutomatonLimits); past a limit, status() fails for every matcher sharing it.
+// (AutomatonLimits); past a limit, status() fails for every matcher sharing it, and whoever keeps
+// caches by schema should give new sequences a new cache (states accumulate over the sequences
+// a cache serves).
 // Thread-safe: one mutex guards all of it (a mask computation holds it for its duration).
 #pragma once
 

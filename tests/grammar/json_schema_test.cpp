@@ -154,6 +154,21 @@ TEST(JsonSchema, UnsupportedKeywordsAreNamed) {
   EXPECT_NE(schema_error("{").find("not valid JSON"), std::string::npos);
 }
 
+TEST(JsonSchema, CompilesStayBounded) {
+  // Large bounds nest as helper rules, never as copies: each compiles small and fast.
+  EXPECT_TRUE(CompiledGrammar::FromJsonSchema(R"({"type": "array", "maxItems": 5000, "items":
+      {"type": "array", "maxItems": 5000, "items": {"type": "string", "maxLength": 5000}}})").ok());
+  EXPECT_NE(schema_error(R"({"type": "string", "maxLength": 100000})").find("exceeds the limit"), std::string::npos);
+  std::string deep = R"({"type": "string"})";
+  for (int i = 0; i < 100; ++i) deep = R"({"type": "array", "items": )" + deep + "}";
+  EXPECT_NE(schema_error(deep).find("nested too deeply"), std::string::npos);
+  JsonSchemaOptions small;
+  small.limits.max_elements = 2000;
+  auto big = CompiledGrammar::FromJsonSchema(R"({"type": "string", "maxLength": 5000})", small);
+  ASSERT_FALSE(big.ok());
+  EXPECT_NE(big.status().message().find("grammar too large"), std::string::npos);
+}
+
 TEST(JsonSchema, InfiniteRefLoopsFail) {
   EXPECT_NE(schema_error(R"({"$ref": "#", "type": "object"})").find("nested too deeply"), std::string::npos);
   EXPECT_NE(schema_error(R"({"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"})").find("matches no text"),
