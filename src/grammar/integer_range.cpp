@@ -32,8 +32,8 @@ Expr same_length(const std::string& lo, const std::string& hi) {
   return Expr::Alt(std::move(options));
 }
 
-// Non-negative integers lo..hi (hi absent: unbounded), canonical text.
-Expr non_negative(uint64_t lo, std::optional<uint64_t> hi) {
+// Non-negative integers lo..hi (hi absent: up to max_digits digits), canonical text.
+Expr non_negative(uint64_t lo, std::optional<uint64_t> hi, uint32_t max_digits) {
   const std::string a = std::to_string(lo);
   std::vector<Expr> options;
   const size_t max_len = hi ? std::to_string(*hi).size() : a.size();
@@ -42,10 +42,10 @@ Expr non_negative(uint64_t lo, std::optional<uint64_t> hi) {
     const std::string last = hi && len == max_len ? std::to_string(*hi) : std::string(len, '9');
     options.push_back(same_length(first, last));
   }
-  if (!hi) {
-    // every longer number
+  if (!hi && a.size() < max_digits) {
+    // every longer number, up to max_digits digits
     options.push_back(Expr::Seq({digit('1', '9'), any_digits(uint32_t(a.size())),
-                                 Expr::Repeat(digit('0', '9'), 0, kUnbounded)}));
+                                 Expr::Repeat(digit('0', '9'), 0, max_digits - 1 - uint32_t(a.size()))}));
   }
   return Expr::Alt(std::move(options));
 }
@@ -54,7 +54,7 @@ uint64_t magnitude(int64_t v) { return v < 0 ? uint64_t(-(v + 1)) + 1 : uint64_t
 
 }  // namespace
 
-Expr integer_range(std::optional<int64_t> lo, std::optional<int64_t> hi) {
+Expr integer_range(std::optional<int64_t> lo, std::optional<int64_t> hi, uint32_t max_digits) {
   DI_CHECK(!lo || !hi || *lo <= *hi);
   std::vector<Expr> options;
   // Negative part: -m for m in [max(1, -hi), -lo].
@@ -62,14 +62,14 @@ Expr integer_range(std::optional<int64_t> lo, std::optional<int64_t> hi) {
     const uint64_t m_lo = hi && *hi < 0 ? magnitude(*hi) : 1;
     std::optional<uint64_t> m_hi;
     if (lo) m_hi = magnitude(*lo);
-    options.push_back(Expr::Seq({Expr::Char('-'), non_negative(m_lo, m_hi)}));
+    options.push_back(Expr::Seq({Expr::Char('-'), non_negative(m_lo, m_hi, max_digits)}));
   }
   // Non-negative part.
   if (!hi || *hi >= 0) {
     const uint64_t n_lo = lo && *lo > 0 ? uint64_t(*lo) : 0;
     std::optional<uint64_t> n_hi;
     if (hi) n_hi = uint64_t(*hi);
-    options.push_back(non_negative(n_lo, n_hi));
+    options.push_back(non_negative(n_lo, n_hi, max_digits));
   }
   return Expr::Alt(std::move(options));
 }

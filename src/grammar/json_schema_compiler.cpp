@@ -111,6 +111,9 @@ class Compiler {
       : root_(root), options_(options), b_(options.limits) {}
 
   Result<Grammar> run() {
+    if (options_.max_integer_digits < 19 || options_.max_fraction_digits < 1 || options_.max_exponent_digits < 1) {
+      return Status::Error("JSON Schema options: at least 19 integer digits (int64) and 1 fraction and exponent digit");
+    }
     DI_RETURN_IF_ERROR(check_json_depth(root_));
     const uint32_t root = b_.declare("root");
     DI_ASSIGN_OR_RETURN(Expr body, compile(root_, "#", 0));
@@ -196,12 +199,13 @@ class Compiler {
                                                                       {'r', 'r'}, {'t', 't'}})),
                                    u})});
     } else {
-      Expr int_part = Expr::Alt({Expr::Char('0'), Expr::Seq({digits('1', '9'), Expr::Repeat(digits('0', '9'), 0, kUnbounded)})});
+      Expr int_part = Expr::Alt({Expr::Char('0'), Expr::Seq({digits('1', '9'),
+                                                             Expr::Repeat(digits('0', '9'), 0, options_.max_integer_digits - 1)})});
       body = Expr::Seq({Expr::Optional(Expr::Char('-')), int_part,
-                        Expr::Optional(Expr::Seq({Expr::Char('.'), Expr::Repeat(digits('0', '9'), 1, kUnbounded)})),
+                        Expr::Optional(Expr::Seq({Expr::Char('.'), Expr::Repeat(digits('0', '9'), 1, options_.max_fraction_digits)})),
                         Expr::Optional(Expr::Seq({Expr::CodePoints({{'E', 'E'}, {'e', 'e'}}),
                                                   Expr::Optional(Expr::CodePoints({{'+', '+'}, {'-', '-'}})),
-                                                  Expr::Repeat(digits('0', '9'), 1, kUnbounded)}))});
+                                                  Expr::Repeat(digits('0', '9'), 1, options_.max_exponent_digits)}))});
     }
     const Status st = b_.define(id, body);
     if (!st.ok()) deferred_error_ = st;
@@ -693,28 +697,29 @@ class Compiler {
     const bool ints_empty = int_lo && int_hi && *int_lo > *int_hi;
     if (integer_only) {
       if (ints_empty) return Status::Error("no integer satisfies the bounds at " + path);
-      return integer_range(int_lo, int_hi);
+      return integer_range(int_lo, int_hi, options_.max_integer_digits);
     }
     if (!lo && !hi) return Expr::Ref(value_rule(kNumber));
     // Decimals i.f with f > 0 lie strictly between i and i+1 (or -i-1 and -i), so integral
     // bounds L, H hold for i in [max(L, 0), H - 1] (positive) and [max(0, -H), -L - 1] (negative),
     // inclusive or exclusive alike.
     std::vector<Expr> options;
-    if (!ints_empty) options.push_back(integer_range(int_lo, int_hi));
-    Expr frac = Expr::Seq({Expr::Char('.'), Expr::Repeat(digits('0', '9'), 0, kUnbounded), digits('1', '9')});
+    if (!ints_empty) options.push_back(integer_range(int_lo, int_hi, options_.max_integer_digits));
+    Expr frac = Expr::Seq({Expr::Char('.'), Expr::Repeat(digits('0', '9'), 0, options_.max_fraction_digits - 1),
+                           digits('1', '9')});
     const int64_t L = lo ? int64_t(*lo) : 0;
     const int64_t H = hi ? int64_t(*hi) : 0;
     const int64_t pos_lo = lo ? std::max<int64_t>(L, 0) : 0;
     if (!hi || pos_lo <= H - 1) {
       std::optional<int64_t> pos_hi;
       if (hi) pos_hi = H - 1;
-      options.push_back(Expr::Seq({integer_range(pos_lo, pos_hi), frac}));
+      options.push_back(Expr::Seq({integer_range(pos_lo, pos_hi, options_.max_integer_digits), frac}));
     }
     const int64_t neg_lo = hi ? std::max<int64_t>(0, -H) : 0;
     if (!lo || neg_lo <= -L - 1) {
       std::optional<int64_t> neg_hi;
       if (lo) neg_hi = -L - 1;
-      options.push_back(Expr::Seq({Expr::Char('-'), integer_range(neg_lo, neg_hi), frac}));
+      options.push_back(Expr::Seq({Expr::Char('-'), integer_range(neg_lo, neg_hi, options_.max_integer_digits), frac}));
     }
     if (options.empty()) return Status::Error("no number satisfies the bounds at " + path);
     return Expr::Alt(std::move(options));

@@ -14,7 +14,8 @@
 //
 // Where the full language of a schema is not expressible, the grammar keeps a subset (never a
 // superset): properties come in declared order; with properties declared and additionalProperties
-// absent no others are emitted; an array with prefixItems emits all of them.
+// absent no others are emitted; an array with prefixItems emits all of them; numbers have at most
+// JsonSchemaOptions' digits.
 #pragma once
 
 #include <nlohmann/json.hpp>

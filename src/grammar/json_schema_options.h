@@ -10,6 +10,11 @@ struct JsonSchemaOptions {
   // Whether one space may follow each ',' and ':' (as `{"a": 1, "b": 2}`); otherwise the output
   // is fully compact. No other whitespace is ever allowed, so the output length stays bounded.
   bool separator_space = true;
+  // Digits of a number's integer part, of its fraction, and of its exponent at most (a subset of
+  // JSON numbers, so that a schema whose strings and arrays are bounded has bounded outputs).
+  uint32_t max_integer_digits = 20;
+  uint32_t max_fraction_digits = 20;
+  uint32_t max_exponent_digits = 3;
   // Schemas nested deeper than this (properties in properties ..., $ref chains) fail to compile.
   size_t max_schema_depth = 64;
 };
