@@ -61,6 +61,9 @@ TEST(DeepseekV4Config, UnknownAndMalformedFieldsAreNamed) {
   j = fixture_config("tiny-v4");
   j["o_groups"] = 3;
   EXPECT_NE(config_error(j).find("divisible by o_groups"), std::string::npos);
+  j = fixture_config("tiny-v4");
+  j["hc_mult"] = 65;
+  EXPECT_NE(config_error(j).find("hc_mult > 64 is not supported"), std::string::npos);
 }
 
 TEST(DeepseekV4Weights, FixturesLoadByArchitecture) {

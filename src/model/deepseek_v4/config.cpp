@@ -140,6 +140,8 @@ Result<DeepseekV4Config> DeepseekV4Config::FromJson(const json& j, const std::st
   if (c.qk_rope_head_dim > c.index_head_dim) return fail("qk_rope_head_dim must be at most index_head_dim");
   if (c.num_attention_heads % c.o_groups != 0) return fail("num_attention_heads must be divisible by o_groups");
   if (c.num_experts_per_tok > c.n_routed_experts) return fail("num_experts_per_tok exceeds n_routed_experts");
+  if (c.n_routed_experts > 1024 || c.num_experts_per_tok > 64 || c.hc_mult > 64)
+    return fail("n_routed_experts > 1024, num_experts_per_tok > 64 or hc_mult > 64 is not supported");
   if (c.num_hash_layers > c.num_hidden_layers) return fail("num_hash_layers exceeds num_hidden_layers");
   DI_RETURN_IF_ERROR(parse_rope_scaling(j, source, c.rope_scaling));
   DI_RETURN_IF_ERROR(parse_v4_quantization(j, source, c.quant));
