@@ -1,6 +1,6 @@
 """Server capacity benchmark: how many streaming connections `deepinfer serve` holds at once
-without errors, and the server's own CPU cost per streamed token (network and output-pump
-threads, i.e. everything outside the engine step), from per-thread CPU time in /proc.
+without errors, and the server's own CPU cost per streamed token (network, request-worker and
+output-pump threads, i.e. everything outside the engine step), from per-thread CPU time in /proc.
 
 Usage: python3 bench/server/stream_capacity.py --model DIR [--connections 2000] [--max-tokens 16]
        [--max-num-seqs 2048] [--binary build/deepinfer]
@@ -105,7 +105,7 @@ def main():
 
     cpu = {k: round(after.get(k, 0) - before.get(k, 0), 3) for k in after}
     tokens = state["ok"] * args.max_tokens
-    server_cpu = cpu.get("di-http", 0) + cpu.get("di-pump", 0)
+    server_cpu = cpu.get("di-http", 0) + cpu.get("di-pump", 0) + cpu.get("di-request", 0)
     print(json.dumps({
         "connections": args.connections, "completed": state["ok"], "errors": state["errors"],
         "peak_open_connections": state["peak_open"], "peak_streaming_at_once": state["peak_streaming"],

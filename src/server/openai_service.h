@@ -38,7 +38,7 @@ struct ServeOptions {
   int max_queued_requests = 1024;      // waiting requests beyond this get 429
   int default_max_tokens = 8192;       // chat requests without max_tokens (capped by the context); <= 0: up to the context
   int request_threads = 2;             // workers that parse, render and tokenize request bodies
-  int max_pending_requests = 256;      // bodies waiting for a worker beyond this get 503
+  int max_pending_requests = 4096;     // bodies waiting for a worker beyond this get 503 (a burst of thousands fits)
   double request_timeout_seconds = 0;  // 0: none
   int pump_threads = 1;
 };
