@@ -9,9 +9,10 @@
 //       or {"error": "..."} when the constraint does not compile.
 // Each sample is a random walk over the tokens the matcher allows, so that the mask alone makes
 // the output valid: the first steps pick uniformly among allowed tokens; later steps try a few
-// tokens (a few random allowed ones and every allowed one-byte token) and, half of the time,
-// keep the one that leaves the fewest bytes to a possible end, else a random one; they end when
-// the grammar allows it with probability 1/2. So walks explore and still finish. "terminated": false means the walk
+// tokens (a few random allowed ones and every allowed one-byte token) and, half of the time (every
+// time after 150 steps), keep the one that leaves the fewest bytes to a possible end, else a
+// random one; they end when the grammar allows it with probability 1/2. So walks explore and
+// still finish. The samples of one line share a GrammarMaskCache. "terminated": false means the walk
 // hit --max-tokens first.
 #include <nlohmann/json.hpp>
 
@@ -23,6 +24,7 @@
 #include "cli/commands.h"
 #include "cli/json_lines.h"
 #include "grammar/compiled_grammar.h"
+#include "grammar/grammar_mask_cache.h"
 #include "grammar/grammar_matcher.h"
 #include "grammar/token_vocabulary.h"
 #include "tokenizer/tokenizer.h"
@@ -32,6 +34,7 @@ namespace {
 
 using json = nlohmann::ordered_json;
 using grammar::CompiledGrammar;
+using grammar::GrammarMaskCache;
 using grammar::GrammarMatcher;
 using grammar::TokenVocabulary;
 
@@ -40,8 +43,9 @@ struct Options {
   size_t max_tokens = 400;
 };
 
-constexpr size_t kFreeSteps = 12;   // uniform picks before steering toward an end
-constexpr size_t kCandidates = 8;   // tokens tried per steered step
+constexpr size_t kFreeSteps = 12;     // uniform picks before steering toward an end
+constexpr size_t kAlwaysSteer = 150;  // steps after which every step steers
+constexpr size_t kCandidates = 8;     // tokens tried per steered step
 
 Result<CompiledGrammar> compile(const json& in) {
   if (in.contains("schema")) return CompiledGrammar::FromJsonSchema(in["schema"].dump());
@@ -55,9 +59,9 @@ Result<CompiledGrammar> compile(const json& in) {
   return Status::Error("expected one of \"schema\", \"regex\", \"grammar\", \"json_object\"");
 }
 
-json sample(const CompiledGrammar& g, const std::shared_ptr<const TokenVocabulary>& vocab,
+json sample(const std::shared_ptr<GrammarMaskCache>& cache, const std::shared_ptr<const TokenVocabulary>& vocab,
             size_t max_tokens, std::mt19937_64& rng) {
-  GrammarMatcher m(g, vocab);
+  GrammarMatcher m(cache);
   std::vector<uint32_t> mask(vocab->bitmask_words());
   std::vector<int32_t> allowed;
   std::string text;
@@ -73,7 +77,7 @@ json sample(const CompiledGrammar& g, const std::shared_ptr<const TokenVocabular
     }
     if (allowed.empty() || (m.can_end() && n >= kFreeSteps && rng() % 2 == 0)) break;
     int32_t pick = allowed[rng() % allowed.size()];
-    if (n >= kFreeSteps && rng() % 2 == 0) {
+    if (n >= kFreeSteps && (n >= kAlwaysSteer || rng() % 2 == 0)) {
       std::vector<int32_t> candidates;
       for (size_t k = 0; k < kCandidates; ++k) candidates.push_back(allowed[rng() % allowed.size()]);
       for (int32_t id : allowed) {
@@ -128,9 +132,10 @@ void add_grammar_sample_command(CLI::App& app, Runner& run) {
         const double seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         std::mt19937_64 rng(in.value("seed", uint64_t(0)));
+        auto cache = std::make_shared<GrammarMaskCache>(g, vocab);  // shared by the samples
         json samples = json::array();
         for (size_t i = 0, count = in.value("count", size_t(1)); i < count; ++i) {
-          samples.push_back(sample(g, vocab, options->max_tokens, rng));
+          samples.push_back(sample(cache, vocab, options->max_tokens, rng));
         }
         return json{{"samples", samples}, {"compile_seconds", seconds}};
       });

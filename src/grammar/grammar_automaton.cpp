@@ -14,6 +14,7 @@ size_t GrammarAutomaton::KeyHash::operator()(const std::vector<uint32_t>& v) con
 
 GrammarAutomaton::GrammarAutomaton(std::shared_ptr<const Grammar> grammar, AutomatonLimits limits)
     : grammar_(std::move(grammar)), limits_(limits) {
+  compute_min_rest();
   nodes_.push_back({0, 0});
   mark_.push_back(0);
   ++generation_;
@@ -156,26 +157,53 @@ int32_t GrammarAutomaton::walk(int32_t state, std::string_view bytes) {
 
 namespace deepinfer::grammar {
 
-uint32_t GrammarAutomaton::bytes_to_accept(int32_t state, size_t max_visits) {
-  auto it = bytes_to_accept_.find(state);
-  if (it != bytes_to_accept_.end()) return it->second;
-  std::vector<std::pair<int32_t, uint32_t>> queue{{state, 0}};
-  std::unordered_map<int32_t, bool> seen{{state, true}};
-  uint32_t found = kFar;
-  for (size_t head = 0; head < queue.size() && found == kFar && status_.ok(); ++head) {
-    const auto [s, d] = queue[head];
-    if (accepts(s)) {
-      found = d;
-      break;
-    }
-    for (unsigned b = 0; b < 256 && seen.size() < max_visits; ++b) {
-      if (!next_bytes(s).contains(uint8_t(b))) continue;
-      const int32_t t = step(s, uint8_t(b));
-      if (t != kDead && seen.emplace(t, true).second) queue.push_back({t, d + 1});
+namespace {
+uint32_t saturating_add(uint32_t a, uint32_t b) {
+  return a > GrammarAutomaton::kFar - b ? GrammarAutomaton::kFar : a + b;
+}
+}  // namespace
+
+// Shortest derivations by fixpoint: a rule's length is the least over its alternatives of the
+// sum of their elements' lengths (a byte set is 1), starting from kFar everywhere.
+void GrammarAutomaton::compute_min_rest() {
+  const Grammar& g = *grammar_;
+  std::vector<uint32_t> rule_len(g.rules.size(), kFar);
+  min_rest_.assign(g.elements.size(), kFar);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < g.rules.size(); ++r) {
+      const Rule& rule = g.rules[r];
+      for (uint32_t a = 0; a < rule.n_alts; ++a) {
+        uint32_t end = g.alt_starts[rule.first_alt + a];
+        while (g.elements[end].kind != ElementKind::kEnd) ++end;
+        uint32_t rest = 0;
+        min_rest_[end] = 0;
+        for (uint32_t p = end; p-- > g.alt_starts[rule.first_alt + a];) {
+          const Element e = g.elements[p];
+          rest = saturating_add(rest, e.kind == ElementKind::kBytes ? 1 : rule_len[e.value]);
+          min_rest_[p] = rest;
+        }
+        if (rest < rule_len[r]) {
+          rule_len[r] = rest;
+          changed = true;
+        }
+      }
     }
   }
-  bytes_to_accept_.emplace(state, found);
-  return found;
+}
+
+uint32_t GrammarAutomaton::bytes_to_accept(int32_t state) const {
+  const State& s = states_[size_t(state)];
+  if (s.accept) return 0;
+  uint32_t best = kFar;
+  for (uint32_t i = 0; i < s.n_leaves; ++i) {
+    uint32_t total = 0;
+    for (uint32_t id = leaves_[s.first_leaf + i]; id != 0; id = nodes_[id].parent) {
+      total = saturating_add(total, min_rest_[nodes_[id].pos]);
+    }
+    best = std::min(best, total);
+  }
+  return best;
 }
 
 }  // namespace deepinfer::grammar

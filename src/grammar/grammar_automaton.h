@@ -53,11 +53,11 @@ class GrammarAutomaton {
   bool accepts(int32_t state) const { return states_[size_t(state)].accept; }
   // Bytes that some live parse can take next; empty when the sentence cannot be extended.
   const ByteSet& next_bytes(int32_t state) const { return states_[size_t(state)].next; }
-  // The fewest bytes that lead from `state` to an accepting state (0 when it accepts), found by a
-  // breadth-first search over at most max_visits states and memoized; kFar when none is found
-  // within that many.
+  // The fewest bytes that lead from `state` to an accepting state (0 when it accepts): over the
+  // live stacks, the shortest text that completes every frame (from each rule's shortest
+  // derivation, computed once per grammar). Saturates at kFar.
   static constexpr uint32_t kFar = UINT32_MAX;
-  uint32_t bytes_to_accept(int32_t state, size_t max_visits = 4096);
+  uint32_t bytes_to_accept(int32_t state) const;
   size_t n_states() const { return states_.size(); }
   const Status& status() const { return status_; }
 
@@ -83,6 +83,7 @@ class GrammarAutomaton {
   uint32_t intern_node(uint32_t pos, uint32_t parent);
   int32_t intern_state();
   void fail(std::string message);
+  void compute_min_rest();
 
   std::shared_ptr<const Grammar> grammar_;
   AutomatonLimits limits_;
@@ -94,7 +95,8 @@ class GrammarAutomaton {
   std::unordered_map<std::vector<uint32_t>, int32_t, KeyHash> state_ids_;
   std::vector<int32_t> table_of_;  // per state: its table in tables_, or -1
   std::vector<int32_t> tables_;    // 256 transitions per table
-  std::unordered_map<int32_t, uint32_t> bytes_to_accept_;
+  // Per element position: the fewest bytes that complete its alternative from there.
+  std::vector<uint32_t> min_rest_;
   int32_t initial_ = kDead;
   // Scratch of one step.
   std::vector<uint32_t> scratch_leaves_;

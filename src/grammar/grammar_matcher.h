@@ -47,9 +47,9 @@ class GrammarMatcher {
   // Whether generation is over: an end id was accepted, or the sentence is complete and nothing
   // can extend it.
   bool is_terminated() const;
-  // The fewest bytes that would complete the output (0 when it can end now; 0 when terminated),
-  // or GrammarAutomaton::kFar when a bounded search finds no end: how far the output is from a
-  // possible end, for steering toward one (e.g. near a token budget).
+  // The fewest bytes that would complete the output (0 when it can end now; 0 when terminated):
+  // how far the output is from a possible end, for steering toward one (e.g. near a token
+  // budget).
   uint32_t min_bytes_to_end();
   Status status() const { return cache_->status(); }
   const TokenVocabulary& vocabulary() const { return cache_->vocabulary(); }

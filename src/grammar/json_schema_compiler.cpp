@@ -15,10 +15,6 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-const std::set<std::string> kAnnotations = {
-    "$schema", "$id", "id", "$comment", "$anchor", "title", "description", "default", "examples",
-    "deprecated", "readOnly", "writeOnly", "contentEncoding", "contentMediaType", "$defs",
-    "definitions"};
 const std::set<std::string> kObjectKeywords = {"properties", "required", "additionalProperties",
                                                "unevaluatedProperties", "minProperties",
                                                "maxProperties"};
@@ -30,6 +26,13 @@ const std::set<std::string> kNumberKeywords = {"minimum", "maximum", "exclusiveM
                                                "exclusiveMaximum", "multipleOf"};
 const std::set<std::string> kOtherKeywords = {"type", "enum", "const", "anyOf", "oneOf", "allOf",
                                               "$ref"};
+// Keywords of the JSON Schema vocabularies (drafts 3 to 2020-12) that constrain values and are
+// not supported: a schema using one fails to compile. Keywords of no vocabulary are annotations
+// to every validator, and so to the compiler too.
+const std::set<std::string> kUnsupported = {
+    "not", "if", "then", "else", "contains", "minContains", "maxContains", "patternProperties",
+    "propertyNames", "dependentRequired", "dependentSchemas", "dependencies", "$dynamicRef",
+    "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor", "extends", "disallow", "divisibleBy"};
 
 enum TypeBits : unsigned {
   kNull = 1, kBoolean = 2, kObject = 4, kArray = 8, kString = 16, kInteger = 32, kNumber = 64,
@@ -221,14 +224,17 @@ class Compiler {
 
   Status check_keywords(const json& s, const std::string& path) {
     for (auto it = s.begin(); it != s.end(); ++it) {
-      const std::string& k = it.key();
-      if (kAnnotations.count(k) || kObjectKeywords.count(k) || kArrayKeywords.count(k) ||
-          kStringKeywords.count(k) || kNumberKeywords.count(k) || kOtherKeywords.count(k)) {
-        continue;
+      if (kUnsupported.count(it.key())) {
+        return Status::Error("unsupported JSON Schema keyword " + quoted(it.key()) + " at " + path);
       }
-      return Status::Error("unsupported JSON Schema keyword " + quoted(k) + " at " + path);
     }
     return Status::Ok();
+  }
+
+  static bool is_annotation(const std::string& k) {
+    // title, description, default, examples, $schema, $defs, deprecated, ... and non-standard ones
+    return !(kObjectKeywords.count(k) || kArrayKeywords.count(k) || kStringKeywords.count(k) ||
+             kNumberKeywords.count(k) || kOtherKeywords.count(k) || kUnsupported.count(k));
   }
 
   // The schema a local "$ref" points to.
@@ -274,7 +280,7 @@ class Compiler {
 
   bool has_constraints(const json& s, const std::set<std::string>& except) {
     for (auto it = s.begin(); it != s.end(); ++it) {
-      if (!kAnnotations.count(it.key()) && !except.count(it.key())) return true;
+      if (!is_annotation(it.key()) && !except.count(it.key())) return true;
     }
     return false;
   }
@@ -401,7 +407,7 @@ class Compiler {
     for (auto it = b.begin(); it != b.end(); ++it) {
       const std::string& k = it.key();
       const json& v = it.value();
-      if (!a.contains(k) || kAnnotations.count(k)) {
+      if (!a.contains(k) || is_annotation(k)) {
         if (!a.contains(k)) a[k] = v;
         continue;
       }
@@ -511,7 +517,7 @@ class Compiler {
     }
     json siblings = json::object();
     for (auto it = s.begin(); it != s.end(); ++it) {
-      if (it.key() != key && !kAnnotations.count(it.key())) siblings[it.key()] = it.value();
+      if (it.key() != key && !is_annotation(it.key())) siblings[it.key()] = it.value();
     }
     std::vector<json> flat;
     for (size_t i = 0; i < branches.size(); ++i) {
@@ -585,7 +591,7 @@ class Compiler {
   Result<Expr> compile_values(const json& s, unsigned types, const std::string& path) {
     for (auto it = s.begin(); it != s.end(); ++it) {
       const std::string& k = it.key();
-      if (k != "enum" && k != "const" && k != "type" && !kAnnotations.count(k)) {
+      if (k != "enum" && k != "const" && k != "type" && !is_annotation(k)) {
         return Status::Error(quoted(k) + " alongside 'enum'/'const' at " + path + " is not supported");
       }
     }

@@ -10,7 +10,10 @@
 // definitions; recursion included), minLength/maxLength, pattern, format (string_formats.h),
 // minimum/maximum/exclusiveMinimum/exclusiveMaximum (integral bounds for numbers), multipleOf 1
 // on integers, boolean schemas, and the annotations (title, description, default, ...).
-// Anything else fails, naming the keyword and its JSON pointer; nothing is silently ignored.
+// The other constraining keywords of the JSON Schema drafts (not, if/then/else, contains,
+// patternProperties, propertyNames, dependencies, ...) fail, naming the keyword and its JSON
+// pointer; nothing that constrains is silently ignored. Keywords of no draft are annotations to
+// every validator, so they are ignored here as well.
 //
 // Where the full language of a schema is not expressible, the grammar keeps a subset (never a
 // superset): properties come in declared order; with properties declared and additionalProperties

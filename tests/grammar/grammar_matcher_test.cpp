@@ -193,6 +193,24 @@ TEST_F(GrammarMatcherTest, RejectsDisallowedTokensAndEndsOnlyWhereAccepted) {
   EXPECT_EQ(m.n_steps(), 3u);
 }
 
+TEST_F(GrammarMatcherTest, MinBytesToEndIsTheShortestCompletion) {
+  auto re = CompiledGrammar::FromRegex("ab(c|de)x*");
+  ASSERT_TRUE(re.ok());
+  GrammarMatcher m(*re, vocab_);
+  EXPECT_EQ(m.min_bytes_to_end(), 3u);
+  for (auto [bytes, distance] : {std::pair{"a", 2u}, {"bd", 1u}, {"e", 0u}, {"xx", 0u}}) {
+    ASSERT_TRUE(m.accept_bytes(bytes));
+    EXPECT_EQ(m.min_bytes_to_end(), distance) << bytes;
+  }
+  auto js = CompiledGrammar::FromJsonSchema(R"({"type": "object", "properties": {"a": {"type": "string"},
+      "b": {"type": "array", "items": {"type": "integer"}, "minItems": 2}}, "required": ["a", "b"]})");
+  ASSERT_TRUE(js.ok());
+  GrammarMatcher j(*js, vocab_);
+  EXPECT_EQ(j.min_bytes_to_end(), std::string(R"({"a":"","b":[0,0]})").size());
+  ASSERT_TRUE(j.accept_bytes(R"({"a":"xyz)"));
+  EXPECT_EQ(j.min_bytes_to_end(), std::string(R"(","b":[0,0]})").size());
+}
+
 TEST_F(GrammarMatcherTest, RollbackRestoresEarlierMasks) {
   auto g = CompiledGrammar::FromJsonSchema(R"({"type": "array", "items": {"type": "integer"}})");
   ASSERT_TRUE(g.ok());

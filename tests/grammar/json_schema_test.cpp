@@ -136,6 +136,11 @@ TEST(JsonSchema, AnyJsonObject) {
   EXPECT_FALSE(matches(g, R"("x")"));
 }
 
+TEST(JsonSchema, KeywordsOfNoDraftAreAnnotations) {
+  // Validators ignore them, so outputs valid without them are valid with them.
+  check({{R"({"type": "integer", "x-unit": "ms", "nullable": true, "example": 3, "title": "t"})", {"3"}, {"null"}}});
+}
+
 TEST(JsonSchema, UnsupportedKeywordsAreNamed) {
   EXPECT_NE(schema_error(R"({"type": "object", "patternProperties": {"^a": {}}})")
                 .find("unsupported JSON Schema keyword 'patternProperties' at #"), std::string::npos);
