@@ -33,12 +33,16 @@ RowScratch& row_scratch() {
 
 Result<std::unique_ptr<DeepseekV4Model>> DeepseekV4Model::Load(const std::string& model_dir,
                                                                const ModelOptions& options, Backend& backend) {
-  if (options.activation_dtype != DType::F32)
-    return Status::Error(model_dir + ": DeepSeek-V4 runs with f32 activations only (bf16 activations are not supported yet)");
+  if (options.activation_dtype != DType::F32 && options.activation_dtype != DType::BF16)
+    return Status::Error("activation dtype must be f32 or bf16");
   DI_ASSIGN_OR_RETURN(DeepseekV4Config config, DeepseekV4Config::Load(model_dir));
   DI_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(model_dir));
   DI_ASSIGN_OR_RETURN(auto weights, DeepseekV4Weights::Bind(ckpt, config, model_dir));
-  return std::unique_ptr<DeepseekV4Model>(new DeepseekV4Model(std::move(config), std::move(ckpt), std::move(weights), backend));
+  if (options.activation_dtype == DType::BF16) weights->use_bf16_activations();
+  auto model = std::unique_ptr<DeepseekV4Model>(
+      new DeepseekV4Model(std::move(config), std::move(ckpt), std::move(weights), backend));
+  model->info_.activation_dtype = options.activation_dtype;
+  return model;
 }
 
 DeepseekV4Model::DeepseekV4Model(DeepseekV4Config c, Checkpoint ckpt, std::unique_ptr<DeepseekV4Weights> w,

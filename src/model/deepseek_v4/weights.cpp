@@ -283,4 +283,26 @@ Result<std::unique_ptr<DeepseekV4Weights>> DeepseekV4Weights::Bind(const Checkpo
   return w;
 }
 
+void DeepseekV4Weights::use_bf16_activations() {
+  auto set = [](LinearWeight& w) {
+    if (w.data && w.dtype == DType::BF16) w.act_dtype = DType::BF16;
+  };
+  for (V4BlockWeights& B : layers) {
+    V4AttentionWeights& a = B.attn;
+    for (LinearWeight* w : {&a.wq_a, &a.wq_b, &a.wkv, &a.wo_b, &a.compressor.wkv, &a.compressor.wgate, &a.indexer.wq_b,
+                            &a.indexer.weights_proj, &a.indexer.compressor.wkv, &a.indexer.compressor.wgate})
+      set(*w);
+    for (LinearWeight& w : a.wo_a) set(w);
+    for (ExpertWeights& e : B.experts) {
+      set(e.w1);
+      set(e.w3);
+      set(e.w2);
+    }
+    set(B.shared.w1);
+    set(B.shared.w3);
+    set(B.shared.w2);
+  }
+  set(head);
+}
+
 }  // namespace deepinfer

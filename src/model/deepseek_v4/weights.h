@@ -69,6 +69,12 @@ struct DeepseekV4Weights {
   static Result<std::unique_ptr<DeepseekV4Weights>> Bind(const Checkpoint& ckpt, const DeepseekV4Config& c,
                                                          const std::string& model_dir);
 
+  // Sets act_dtype BF16 on every bf16 linear weight of the main layers and the head
+  // (ModelOptions::activation_dtype): projections, compressors, indexer, experts (FP4 ones are
+  // bf16 once expanded), shared experts. Not the embedding, the routers or the f32
+  // hyper-connection matrices.
+  void use_bf16_activations();
+
  private:
   std::deque<std::vector<uint8_t>> owned_;  // realigned tensors, f32 scales, bf16 expansions of FP4
   friend class V4WeightBinder;
