@@ -15,6 +15,8 @@
 #include "model/deepseek_v4/compressor.h"
 #include "model/deepseek_v4/sqrtsoftplus_router.h"
 #include "model/deepseek_v4/hyper_connection.h"
+#include "model/deepseek_v4/indexer.h"
+#include "model/deepseek_v4/sink_attention.h"
 #include "model/deepseek_v4/model.h"
 #include "model/loader.h"
 #include "safetensors_writer.h"
@@ -238,6 +240,37 @@ TEST(SqrtSoftplusRouter, BiasChoosesScoresWeigh) {
   EXPECT_EQ(ids[0], 3);
   EXPECT_EQ(ids[1], 0);
   EXPECT_NEAR(weights[0] + weights[1], 1.5f, 1e-6f);
+}
+
+// The indexer by the README's formula, on one head of width 2 with hand-picked keys: ReLU drops
+// negative products, the top-k are the best scores (a tie goes to the lower index), returned in
+// increasing entry order; with no more entries than top-k, all of them.
+TEST(Indexer, TopKOfWeightedReluScores) {
+  IndexerWeights w;
+  w.n_heads = 1;
+  w.head_dim = 2;
+  w.topk = 2;
+  const float q[2] = {1.0f, 0.0f}, head_weight[1] = {1.0f};
+  const float keys[10] = {-5, 0, 2, 0, 3, 9, 2, 1, 1, 0};  // q . key = -5 (-> 0), 2, 3, 2, 1
+  int32_t selected[5];
+  std::vector<float> dots, scores;
+  ASSERT_EQ(indexer_select(cpu_backend(), w, q, head_weight, keys, 5, selected, dots, scores), 2);
+  EXPECT_EQ(selected[0], 1);  // score 2 at entries 1 and 3: the lower index
+  EXPECT_EQ(selected[1], 2);  // score 3
+  ASSERT_EQ(indexer_select(cpu_backend(), w, q, head_weight, keys, 2, selected, dots, scores), 2);
+  EXPECT_EQ(selected[0], 0);
+  EXPECT_EQ(selected[1], 1);
+}
+
+// Attention with a sink, by its formula: out = sum_t e^{s_t} k_t / (sum_t e^{s_t} + e^{sink}).
+TEST(SinkAttention, SinkJoinsTheDenominatorOnly) {
+  const float q[2] = {1.0f, 0.0f}, keys[4] = {0.0f, 1.0f, 2.0f, 3.0f}, sink[1] = {0.5f};
+  float out[2];
+  std::vector<float> scores;
+  sink_attention(cpu_backend(), q, 1, 2, keys, 2, sink, 1.0f, out, scores);
+  const float e0 = std::exp(0.0f), e1 = std::exp(2.0f), es = std::exp(0.5f);
+  EXPECT_NEAR(out[0], (e0 * 0 + e1 * 2) / (e0 + e1 + es), 1e-6f);
+  EXPECT_NEAR(out[1], (e0 * 1 + e1 * 3) / (e0 + e1 + es), 1e-6f);
 }
 
 }  // namespace
