@@ -96,6 +96,7 @@ std::string random_output(const CompiledGrammar& g, const std::shared_ptr<const 
 int main(int argc, char** argv) {
   CLI::App app("grammar engine benchmark");
   std::vector<std::string> corpora = {"tests/grammar/corpus/json_schema_test_suite.jsonl",
+                                      "tests/grammar/corpus/jsonschemabench_sample.jsonl",
                                       "tests/grammar/corpus/tool_schemas.jsonl"};
   std::string model_dir = "tests/data/tokenizers/deepseek-v3";
   size_t outputs_per_schema = 2, compile_repeats = 5;

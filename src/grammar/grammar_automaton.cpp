@@ -169,9 +169,11 @@ void GrammarAutomaton::compute_min_rest() {
   const Grammar& g = *grammar_;
   std::vector<uint32_t> rule_len(g.rules.size(), kFar);
   min_rest_.assign(g.elements.size(), kFar);
-  for (bool changed = true; changed;) {
+  // Passes alternate direction: rules refer to both earlier and later ids.
+  for (bool changed = true, forward = true; changed; forward = !forward) {
     changed = false;
-    for (size_t r = 0; r < g.rules.size(); ++r) {
+    for (size_t i = 0; i < g.rules.size(); ++i) {
+      const size_t r = forward ? i : g.rules.size() - 1 - i;
       const Rule& rule = g.rules[r];
       for (uint32_t a = 0; a < rule.n_alts; ++a) {
         uint32_t end = g.alt_starts[rule.first_alt + a];

@@ -121,12 +121,16 @@ Status GrammarBuilder::lower_into(uint32_t owner, const Expr& e, Seq& out) {
         bodies_[star] = {{item, {ElementKind::kRule, star}}, {}};
         out.push_back({ElementKind::kRule, star});
       } else if (e.max > e.min) {
-        // opt_1 ::= item | "" ; opt_k ::= item opt_{k-1} | ""
-        DI_ASSIGN_OR_RETURN(uint32_t prev, add_helper(owner, {{item}, {}}));
-        for (uint32_t k = 2; k <= e.max - e.min; ++k) {
-          DI_ASSIGN_OR_RETURN(prev, add_helper(owner, {{item, {ElementKind::kRule, prev}}, {}}));
+        // opt_1 ::= item | "" ; opt_k ::= item opt_{k-1} | "": "up to k items", shared by every
+        // bounded repetition of the same item.
+        std::vector<uint32_t>& chain = optional_chains_[{uint8_t(item.kind), item.value}];
+        while (chain.size() < e.max - e.min) {
+          Seq take{item};
+          if (!chain.empty()) take.push_back({ElementKind::kRule, chain.back()});
+          DI_ASSIGN_OR_RETURN(uint32_t next, add_helper(owner, {std::move(take), {}}));
+          chain.push_back(next);
         }
-        out.push_back({ElementKind::kRule, prev});
+        out.push_back({ElementKind::kRule, chain[e.max - e.min - 1]});
       }
       return Status::Ok();
     }
@@ -163,9 +167,10 @@ Status GrammarBuilder::define(uint32_t rule, const Expr& body) {
 Status GrammarBuilder::check_left_recursion() const {
   const size_t n = names_.size();
   std::vector<bool> nullable(n, false);
-  for (bool changed = true; changed;) {
+  for (bool changed = true, forward = true; changed; forward = !forward) {
     changed = false;
-    for (size_t r = 0; r < n; ++r) {
+    for (size_t i = 0; i < n; ++i) {
+      const size_t r = forward ? i : n - 1 - i;
       if (nullable[r]) continue;
       for (const Seq& s : bodies_[r]) {
         bool all = std::all_of(s.begin(), s.end(), [&](const Element& e) {
@@ -248,9 +253,11 @@ Status GrammarBuilder::check_left_recursion() const {
 // that do.
 Status GrammarBuilder::check_productive(uint32_t root) const {
   std::vector<bool> productive(names_.size(), false);
-  for (bool changed = true; changed;) {
+  // Passes alternate direction: rules refer to both earlier and later ids.
+  for (bool changed = true, forward = true; changed; forward = !forward) {
     changed = false;
-    for (size_t r = 0; r < names_.size(); ++r) {
+    for (size_t i = 0; i < names_.size(); ++i) {
+      const size_t r = forward ? i : names_.size() - 1 - i;
       if (productive[r]) continue;
       for (const Seq& s : bodies_[r]) {
         if (std::all_of(s.begin(), s.end(), [&](const Element& e) {

@@ -1,7 +1,8 @@
 // GrammarBuilder: rules declared by name and defined by an Expr, lowered to a flat Grammar.
 //
 // Lowering gives nested alternatives, repetitions and multi-byte character classes helper rules
-// (named "<rule>/<n>"); identical character classes share one. A repetition is a right-recursive
+// (named "<rule>/<n>"); identical character classes share one, and bounded repetitions of one
+// element share their chain of "up to k" rules. A repetition is a right-recursive
 // chain whose recursive reference is the last element of its alternative, which the matcher runs
 // without growing its stack. build() fails, naming the rule, when a declared rule has no
 // definition or a rule can reach itself before consuming input other than through such a tail
@@ -54,6 +55,8 @@ class GrammarBuilder {
   std::map<ByteSet, uint32_t> byte_set_ids_;
   std::vector<ByteSet> byte_sets_;
   std::map<CodePointRanges, uint32_t> class_rules_;
+  // Per repeated element (kind, value): the rules "up to 1, 2, ... of it".
+  std::map<std::pair<uint8_t, uint32_t>, std::vector<uint32_t>> optional_chains_;
   size_t n_elements_ = 0;
 };
 
