@@ -39,10 +39,6 @@ struct Grammar {
   std::vector<Rule> rules;
   std::vector<ByteSet> byte_sets;
   uint32_t root = 0;
-
-  // Grammar text in the EBNF dialect (docs/grammar.md) at byte level, one rule a line; for
-  // error messages and tests.
-  std::string to_string() const;
 };
 
 // Bounds on what a compile may build, so that no input can stall or exhaust the process.

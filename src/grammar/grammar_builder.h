@@ -27,7 +27,6 @@ class GrammarBuilder {
   // The id of rule `name`, declaring it on first use.
   uint32_t declare(const std::string& name);
   bool is_defined(uint32_t rule) const { return defined_[rule]; }
-  const std::string& name(uint32_t rule) const { return names_[rule]; }
   // Defines a declared rule; fails when it is already defined or a limit is passed.
   Status define(uint32_t rule, const Expr& body);
   // The grammar rooted at `root`; the builder is spent afterwards.

@@ -1,6 +1,7 @@
 #include "grammar/utf8_ranges.h"
 
-#include <string>
+#include <algorithm>
+
 
 namespace deepinfer::grammar {
 namespace {
@@ -70,12 +71,6 @@ std::vector<std::vector<ByteSet>> utf8_byte_sequences(const CodePointRanges& ran
     }
   }
   return out;
-}
-
-void append_utf8(std::string& out, char32_t c) {
-  uint8_t buf[4];
-  const int n = encode(c, buf);
-  out.append(reinterpret_cast<const char*>(buf), size_t(n));
 }
 
 }  // namespace deepinfer::grammar

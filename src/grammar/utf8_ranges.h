@@ -14,7 +14,4 @@ namespace deepinfer::grammar {
 // of one length never overlap.
 std::vector<std::vector<ByteSet>> utf8_byte_sequences(const CodePointRanges& ranges);
 
-// Appends the UTF-8 encoding of scalar value c.
-void append_utf8(std::string& out, char32_t c);
-
 }  // namespace deepinfer::grammar
