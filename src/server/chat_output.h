@@ -1,6 +1,7 @@
 // ChatOutput: splits a chat completion's generated text into `content`, `reasoning_content` and
 // OpenAI `tool_calls`, as deltas while streaming. Built on the chat module's reasoning and
-// tool-call parsers (DeepSeek <think> ... </think> and <｜tool▁calls▁begin｜> formats).
+// tool-call parsers (DeepSeek <think> ... </think> and <｜tool▁calls▁begin｜> formats), or, for
+// DeepSeek-V4, on its output parser (<think> ... </think> and DSML tool calls).
 #pragma once
 
 #include <memory>
@@ -15,6 +16,7 @@ struct ChatOutputConfig {
   bool reasoning_open = false;       // the prompt already opened <think>
   bool parse_tool_calls = false;     // tools were offered and tool_choice is not "none"
   std::string forced_prefix;         // text the server put at the start of the answer (tool_choice)
+  bool deepseek_v4 = false;          // DeepSeek-V4's format; reasoning_open says thinking mode
 };
 
 struct ChatDelta {

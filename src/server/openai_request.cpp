@@ -275,6 +275,7 @@ ApiResult<ChatRequest> parse_chat_request(const json& body, const RequestLimits&
     if (!kw->is_object()) f.fail("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     else r.chat_template_kwargs = *kw;
   }
+  if (const json* effort = f.get("reasoning_effort"); effort && !effort->is_null()) f.string("reasoning_effort", r.reasoning_effort);
   if (!f.ok()) return f.error();
 
   const json* messages = f.get("messages");

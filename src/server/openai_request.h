@@ -65,6 +65,7 @@ struct ChatRequest {
   std::string tool_choice = "auto";     // auto, none, required, function
   std::string tool_choice_function;     // for "function"
   nlohmann::ordered_json chat_template_kwargs = nlohmann::ordered_json::object();
+  std::string reasoning_effort;         // "" when absent or null (DeepSeek-V4 maps it to thinking mode)
   bool add_generation_prompt = true;
 };
 

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "chat/reasoning_parser.h"
+#include "server/deepseek_v4_chat.h"
 #include "server/request_json.h"
 
 namespace deepinfer {
@@ -122,6 +123,7 @@ void OpenAiService::attach(Engine* engine, Tokenizer tokenizer, std::optional<ch
   reasoning_model_ = tokenizer.token_to_id("</think>").has_value();
   tokenizer_ = std::move(tokenizer);
   chat_template_ = std::move(chat_template);
+  prompt_format_ = chat::prompt_format_for_architecture(engine->model_info().architecture);
   if (chat_template_) tool_call_format_ = detect_tool_call_format(*chat_template_);
   state_.store(State::kReady);
 }
@@ -287,6 +289,7 @@ void OpenAiService::chat_completions(const HttpRequest& req, const std::shared_p
   if (auto* e = std::get_if<ApiError>(&parsed)) return fail(res, *e);
   ChatRequest& r = std::get<ChatRequest>(parsed);
   if (!check_model(r.options.model, res)) return;
+  if (prompt_format_ == chat::PromptFormat::kDeepseekV4) return deepseek_v4_chat_completions(r, res);
   if (!chat_template_) return fail(res, api_error(400, "this model has no chat template; use /v1/completions"));
 
   // The request chooses template variables, never the template, the server-set arguments or
@@ -322,6 +325,30 @@ void OpenAiService::chat_completions(const HttpRequest& req, const std::shared_p
     setup.chat.parse_reasoning = true;
     setup.chat.reasoning_open = chat::prompt_opens_reasoning(rendered.value());
   }
+  setup.options = std::move(r.options);
+  start(std::make_shared<GenerationJob>(std::move(setup), *tokenizer_, res, metrics_), res, 0);
+}
+
+void OpenAiService::deepseek_v4_chat_completions(ChatRequest& r, const std::shared_ptr<HttpResponder>& res) {
+  auto rendered = render_deepseek_v4_chat(r);
+  if (auto* e = std::get_if<ApiError>(&rendered)) return fail(res, *e);
+  const DeepseekV4Chat& v4 = std::get<DeepseekV4Chat>(rendered);
+  auto ids = tokenizer_->encode(v4.prompt + v4.forced_prefix, /*add_special_tokens=*/false);
+  if (!ids.ok()) return fail(res, api_error(400, ids.status().message(), "invalid_request_error", "messages"));
+  SamplingParams& sampling = r.options.sampling;
+  if (sampling.max_tokens == 0 && options_.default_max_tokens > 0)  // neither max_tokens nor max_completion_tokens
+    sampling.max_tokens = std::max(1, std::min(options_.default_max_tokens,
+                                               engine_->max_model_len() - int(ids.value().size())));
+
+  GenerationJob::Setup setup;
+  setup.kind = GenerationJob::Kind::kChat;
+  setup.id = "chatcmpl-" + random_suffix(next_id_.fetch_add(1));
+  setup.model = options_.served_model_name;
+  setup.prompts.push_back({std::move(ids).value(), ""});
+  setup.chat.deepseek_v4 = true;
+  setup.chat.parse_reasoning = setup.chat.reasoning_open = v4.thinking;
+  setup.chat.parse_tool_calls = !r.tools.is_null() && r.tool_choice != "none";
+  setup.chat.forced_prefix = v4.forced_prefix;
   setup.options = std::move(r.options);
   start(std::make_shared<GenerationJob>(std::move(setup), *tokenizer_, res, metrics_), res, 0);
 }
@@ -389,6 +416,13 @@ void OpenAiService::tokenize(const HttpRequest& req, const std::shared_ptr<HttpR
   if (body.contains("prompt")) {
     if (!body["prompt"].is_string()) return fail(res, api_error(400, "'prompt' must be a string", "invalid_request_error", "prompt"));
     text = body["prompt"].get<std::string>();
+  } else if (body.contains("messages") && prompt_format_ == chat::PromptFormat::kDeepseekV4) {
+    auto parsed = parse_chat_request(body, options_.limits);
+    if (auto* e = std::get_if<ApiError>(&parsed)) return fail(res, *e);
+    auto v4 = render_deepseek_v4_chat(std::get<ChatRequest>(parsed));
+    if (auto* e = std::get_if<ApiError>(&v4)) return fail(res, *e);
+    text = std::get<DeepseekV4Chat>(v4).prompt;
+    add_special = false;
   } else if (body.contains("messages")) {
     ojson chat_body = body;
     auto parsed = parse_chat_request(chat_body, options_.limits);

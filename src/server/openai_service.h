@@ -20,6 +20,7 @@
 #include <string>
 
 #include "chat/chat_template.h"
+#include "chat/prompt_format.h"
 #include "engine/engine.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
@@ -70,6 +71,8 @@ class OpenAiService {
   void route(const HttpRequest& req, const std::shared_ptr<HttpResponder>& res, const std::string& path);
   void completions(const HttpRequest& req, const std::shared_ptr<HttpResponder>& res);
   void chat_completions(const HttpRequest& req, const std::shared_ptr<HttpResponder>& res);
+  // DeepSeek-V4 checkpoints: the prompt by DeepSeek's encoder instead of a chat template.
+  void deepseek_v4_chat_completions(ChatRequest& r, const std::shared_ptr<HttpResponder>& res);
   void tokenize(const HttpRequest& req, const std::shared_ptr<HttpResponder>& res);
   void detokenize(const HttpRequest& req, const std::shared_ptr<HttpResponder>& res);
   // Submits the job's prompts to the engine and hands it to the pump; answers errors itself.
@@ -83,6 +86,7 @@ class OpenAiService {
   Engine* engine_ = nullptr;
   std::optional<Tokenizer> tokenizer_;
   std::optional<chat::ChatTemplate> chat_template_;
+  chat::PromptFormat prompt_format_ = chat::PromptFormat::kChatTemplate;  // from the model's architecture
   bool reasoning_model_ = false;  // the vocabulary has </think>
   ToolCallFormat tool_call_format_ = ToolCallFormat::kUnknown;
   ServerMetrics metrics_;
