@@ -16,12 +16,11 @@ inline constexpr std::string_view kThinkStart = "<think>";
 inline constexpr std::string_view kThinkEnd = "</think>";
 inline constexpr std::string_view kDsml = "｜DSML｜";
 
-// DSML tags. A tool-calls block in an answer starts with "\n\n" + kToolCallsOpen:
+// DSML tags. A tool-calls block in an answer:
 //   \n\n<｜DSML｜tool_calls>\n<｜DSML｜invoke name="NAME">\n
 //   <｜DSML｜parameter name="KEY" string="true|false">VALUE</｜DSML｜parameter>\n ... </｜DSML｜invoke>\n
 //   ... more invokes ... </｜DSML｜tool_calls>
 inline constexpr std::string_view kToolCallsStart = "\n\n<｜DSML｜tool_calls";  // as the parser finds it
-inline constexpr std::string_view kToolCallsOpen = "<｜DSML｜tool_calls>";
 inline constexpr std::string_view kToolCallsClose = "</｜DSML｜tool_calls>";
 inline constexpr std::string_view kInvokeOpen = "<｜DSML｜invoke";
 inline constexpr std::string_view kInvokeClose = "</｜DSML｜invoke";  // then ">"

@@ -55,7 +55,6 @@ class DeepseekV4OutputParser {
   DeepseekV4Delta finish();
 
   const std::string& error() const { return error_; }
-  bool in_reasoning() const { return state_ == State::kReasoning; }
 
  private:
   enum class State { kReasoning, kContent, kBlock, kAfterBlock, kDone, kPassthrough };
