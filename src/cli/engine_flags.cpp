@@ -25,6 +25,12 @@ void EngineFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--max-model-len", o.max_model_len, "Prompt + output tokens per sequence (0: the model's limit)")
       ->capture_default_str();
   cmd.add_option("--seed", o.seed, "Seed for requests that give none")->capture_default_str();
+  cmd.add_option("--speculative", speculative,
+                 "Speculative decoding: none, or ngram (drafts looked up in the sequence's own tokens, verified in "
+                 "one step; outputs are exactly those of plain decoding). Drafts only while at most 8 sequences decode")
+      ->capture_default_str();
+  cmd.add_option("--num-speculative-tokens", o.num_speculative_tokens, "Draft tokens per sequence and step (with --speculative)")
+      ->capture_default_str();
 }
 
 Status EngineFlags::resolve() {
@@ -35,6 +41,10 @@ Status EngineFlags::resolve() {
     return Status::Error("--activation-dtype: '" + activation_dtype + "' is not one of f32, bf16");
   model.activation_dtype = activation_dtype == "bf16" ? DType::BF16 : DType::F32;
   options.enable_prefix_caching = !no_prefix_caching;
+  if (speculative == "none") options.speculative = SpeculativeMethod::kNone;
+  else if (speculative == "ngram") options.speculative = SpeculativeMethod::kNgram;
+  else if (speculative == "mtp") return Status::Error("--speculative mtp: MTP drafts are not available yet; use ngram or none");
+  else return Status::Error("--speculative: '" + speculative + "' is not one of none, ngram, mtp");
   return options.validate();
 }
 

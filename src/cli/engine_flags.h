@@ -16,6 +16,7 @@ struct EngineFlags {
   std::string kv_cache_dtype = "bf16";
   std::string activation_dtype = "f32";
   bool no_prefix_caching = false;
+  std::string speculative = "none";
 
   void add_to(CLI::App& cmd);
   // Applies the string-valued flags; an error names the flag.

@@ -144,6 +144,13 @@ int run_generate(GenerateFlags& f) {
       std::cout << "\n";
     }
   }
+  if (f.engine.options.speculative != SpeculativeMethod::kNone) {
+    const EngineStats s = (*engine)->stats();
+    std::fprintf(stderr, "speculative: %llu draft tokens, %llu accepted, %llu steps for %llu tokens\n",
+                 static_cast<unsigned long long>(s.n_draft_tokens),
+                 static_cast<unsigned long long>(s.n_accepted_draft_tokens), static_cast<unsigned long long>(s.n_steps),
+                 static_cast<unsigned long long>(s.n_generated_tokens));
+  }
   return 0;
 }
 

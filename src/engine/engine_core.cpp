@@ -4,6 +4,7 @@
 
 #include "core/check.h"
 #include "engine/latent_kind.h"
+#include "engine/ngram_drafter.h"
 
 namespace deepinfer {
 
@@ -97,17 +98,49 @@ void EngineCore::add(uint64_t request_id, Request request, std::shared_ptr<Outpu
 }
 
 void EngineCore::step() {
-  const SchedulerOutput out = scheduler_.schedule();
+  SchedulerOutput out = scheduler_.schedule();
+  add_drafts(out);
   DI_CHECK(!out.chunks.empty());
   const std::span<const float> logits = runner_.execute(out);
+  const size_t vocab = size_t(model_.info().vocab_size);
+
+  // Verify drafts before update() files the step's blocks: position by position, sample as
+  // plain decoding would; keep drafts while they equal the sample before them.
+  std::vector<std::vector<SampledToken>> verified(out.chunks.size());
+  std::vector<size_t> first_row(out.chunks.size());  // of each sampling chunk's logits
+  size_t row = 0;
+  for (size_t i = 0; i < out.chunks.size(); ++i) {
+    ScheduledChunk& c = out.chunks[i];
+    first_row[i] = row;
+    if (!c.sample) continue;
+    if (c.n_logit_rows == 1) {
+      ++row;
+      continue;
+    }
+    Sequence& seq = *c.seq;
+    const RequestState& r = requests_.at(seq.request_id());
+    const int k = c.n_logit_rows - 1, n_base = seq.n_tokens() - k;
+    for (int j = 0; j <= k; ++j) {
+      verified[i].push_back(sampler_.sample(logits.subspan((row + size_t(j)) * vocab, vocab), r.request.params,
+                                            seq.tokens().first(size_t(n_base + j)), seq.n_prompt(),
+                                            model_.info().eos_token_ids, r.seed, seq.sample_index()));
+      if (j == k || verified[i].back().token != seq.tokens()[size_t(n_base + j)]) break;
+    }
+    row += size_t(c.n_logit_rows);
+    const int n_accepted = int(verified[i].size()) - 1;
+    n_draft_tokens_ += uint64_t(k);
+    n_accepted_draft_tokens_ += uint64_t(n_accepted);
+    kv_.truncate(seq, n_base + n_accepted);
+    c.n_new = 1 + n_accepted;  // positions [n_base - 1, n_base + n_accepted) hold accepted tokens' KV
+    c.n_logit_rows = 1;
+  }
   scheduler_.update(out);
   ++n_steps_;
   n_computed_tokens_ += uint64_t(out.n_tokens());
 
   const auto now = RequestTiming::Clock::now();
-  const size_t vocab = size_t(model_.info().vocab_size);
-  size_t row = 0;
-  for (const ScheduledChunk& c : out.chunks) {
+  for (size_t i = 0; i < out.chunks.size(); ++i) {
+    const ScheduledChunk& c = out.chunks[i];
     Sequence& seq = *c.seq;
     const uint64_t request_id = seq.request_id();
     RequestState& r = requests_.at(request_id);
@@ -116,7 +149,17 @@ void EngineCore::step() {
       r.n_cached_tokens = seq.n_cached_prompt();
     }
     if (!c.sample) continue;
-    const auto row_logits = logits.subspan(row++ * vocab, vocab);
+    if (!verified[i].empty()) {
+      // Accepted drafts are in seq already; the last sample is new.
+      const int n_accepted = int(verified[i].size()) - 1, n_base = seq.n_tokens() - n_accepted;
+      bool live = true;
+      for (int j = 0; j < n_accepted && live; ++j)
+        live = emit_accepted(r, seq, n_base + j, std::move(verified[i][size_t(j)]), now);
+      if (live) emit(r, seq, std::move(verified[i].back()), now);
+      if (r.live.empty()) requests_.erase(request_id);
+      continue;
+    }
+    const auto row_logits = logits.subspan(first_row[i] * vocab, vocab);
     // A first token for every sample: fork the samples still to come from this one.
     std::vector<Sequence*> samples = {&seq};
     while (seq.n_pending_forks() > 0) {
@@ -135,8 +178,43 @@ void EngineCore::step() {
   }
 }
 
+void EngineCore::add_drafts(SchedulerOutput& out) {
+  if (options_.speculative == SpeculativeMethod::kNone) return;
+  auto decodes_one = [](const ScheduledChunk& c) {
+    return c.sample && c.n_new == 1 && c.seq->n_uncomputed() == 1 && c.seq->n_pending_forks() == 0;
+  };
+  const auto n_decoding = std::count_if(out.chunks.begin(), out.chunks.end(), decodes_one);
+  if (n_decoding == 0 || n_decoding > options_.speculative_max_batch) return;
+  int budget = options_.max_num_batched_tokens - out.n_tokens();
+  for (ScheduledChunk& c : out.chunks) {
+    if (!decodes_one(c) || budget <= 0) continue;
+    Sequence& seq = *c.seq;
+    const RequestState& r = requests_.at(seq.request_id());
+    const int k = std::min({options_.num_speculative_tokens, budget, r.max_tokens - seq.n_output() - 1,
+                            max_model_len_ - seq.n_tokens()});
+    if (k <= 0) continue;
+    const std::vector<int32_t> draft = propose_ngram_draft(seq.tokens(), k, NgramDrafterOptions{});
+    if (draft.empty()) continue;
+    const int n_base = seq.n_tokens();
+    for (int32_t t : draft) seq.append_token(t);
+    if (!kv_.allocate(seq, 1 + int(draft.size()), out.block_copies)) {
+      kv_.truncate(seq, n_base);
+      continue;
+    }
+    c.n_new = 1 + int(draft.size());
+    c.n_logit_rows = c.n_new;
+    budget -= int(draft.size());
+  }
+}
+
 void EngineCore::emit(RequestState& r, Sequence& seq, SampledToken sampled, RequestTiming::Clock::time_point now) {
   seq.append_token(sampled.token);
+  emit_accepted(r, seq, seq.n_tokens() - 1, std::move(sampled), now);
+}
+
+bool EngineCore::emit_accepted(RequestState& r, Sequence& seq, int token_index, SampledToken sampled,
+                               RequestTiming::Clock::time_point now) {
+  DI_CHECK(seq.tokens()[size_t(token_index)] == sampled.token);
   ++n_generated_tokens_;
   if (r.timing.first_token == RequestTiming::Clock::time_point{}) r.timing.first_token = now;
   RequestOutput out;
@@ -146,18 +224,19 @@ void EngineCore::emit(RequestState& r, Sequence& seq, SampledToken sampled, Requ
   if (r.request.params.wants_logprobs()) out.logprobs.push_back({sampled.logprob, std::move(sampled.top)});
   out.n_prompt_tokens = seq.n_prompt();
   out.n_cached_tokens = r.n_cached_tokens;
-  out.finish_reason = stop_reason(r, seq);
-  if (out.finished()) finish_sample(r, seq, out.finish_reason, now);
+  out.finish_reason = stop_reason(r, sampled.token, token_index + 1 - seq.n_prompt());
+  const bool finished = out.finished();
+  if (finished) finish_sample(r, seq, out.finish_reason, now);
   out.timing = r.timing;
   r.stream->push(std::move(out));
+  return !finished;
 }
 
-FinishReason EngineCore::stop_reason(const RequestState& r, const Sequence& seq) const {
+FinishReason EngineCore::stop_reason(const RequestState& r, int32_t last, int n_output) const {
   const SamplingParams& p = r.request.params;
-  const int32_t last = seq.tokens().back();
   if (!p.ignore_eos && contains(model_.info().eos_token_ids, last)) return FinishReason::kStop;
   if (contains(p.stop_token_ids, last)) return FinishReason::kStop;
-  if (seq.n_output() >= r.max_tokens) return FinishReason::kLength;
+  if (n_output >= r.max_tokens) return FinishReason::kLength;
   return FinishReason::kNone;
 }
 
@@ -213,6 +292,8 @@ EngineStats EngineCore::stats() const {
   s.n_steps = n_steps_;
   s.n_computed_tokens = n_computed_tokens_;
   s.n_generated_tokens = n_generated_tokens_;
+  s.n_draft_tokens = n_draft_tokens_;
+  s.n_accepted_draft_tokens = n_accepted_draft_tokens_;
   return s;
 }
 

@@ -6,6 +6,19 @@
 // parameters in range, prompt + max_tokens within max_model_len (which is capped by what the
 // KV cache can hold for one sequence). A validated request always completes: capacity
 // shortfalls only delay it (the scheduler preempts and recomputes), nothing is dropped.
+//
+// Speculative decoding (EngineOptions::speculative): before a step, decoding sequences get up to
+// k draft tokens appended, so the step computes 1 + k positions for them in one chunk. Each
+// position is then sampled exactly as plain decoding samples it (same sampler, same history,
+// same per-position random number), in order; a draft is accepted while it equals the token
+// sampled before it, and the first sample that differs is kept too. So the output, logprobs
+// included, is token for token what plain decoding gives, at any temperature (the distribution
+// is the target's by construction, not by rejection sampling), and since a row's logits do not
+// depend on chunking, accepting m drafts yields m + 1 tokens for one step. Rejected drafts are
+// dropped before the step's blocks are filed in the prefix cache, so no filed block holds them;
+// their KV slots are simply overwritten later. Drafts are added after scheduling, to chunks that
+// decode one token, only where the pool has the blocks and the step the budget, so they never
+// preempt or delay anything.
 #pragma once
 
 #include <cstdint>
@@ -38,6 +51,8 @@ struct EngineStats {
   uint64_t n_steps = 0;
   uint64_t n_computed_tokens = 0;     // tokens run through the model (prefill and decode)
   uint64_t n_generated_tokens = 0;    // tokens sampled
+  uint64_t n_draft_tokens = 0;        // speculative drafts verified
+  uint64_t n_accepted_draft_tokens = 0;  // of those, accepted
 };
 
 class EngineCore {
@@ -78,7 +93,15 @@ class EngineCore {
   EngineCore(CausalLM& model, const EngineOptions& options, std::unique_ptr<KvCache> cache);
   // Appends a sampled token to seq, finishes seq if it should stop, and pushes the update.
   void emit(RequestState& r, Sequence& seq, SampledToken sampled, RequestTiming::Clock::time_point now);
-  FinishReason stop_reason(const RequestState& r, const Sequence& seq) const;
+  // Pushes the update of an accepted draft (already seq's token at token_index): like emit()
+  // without the append. Returns false once seq finished (it is destroyed).
+  bool emit_accepted(RequestState& r, Sequence& seq, int token_index, SampledToken sampled,
+                     RequestTiming::Clock::time_point now);
+  // Why a sample whose tokens end at `last` with n_output outputs stops (kNone: it goes on).
+  FinishReason stop_reason(const RequestState& r, int32_t last, int n_output) const;
+  // Speculative decoding: extends the step's decode chunks with draft tokens (appended to their
+  // sequences, blocks allocated, within the token budget) while few enough sequences decode.
+  void add_drafts(SchedulerOutput& out);
   // Finishes one sample: frees its blocks and drops it from r.live (seq is destroyed).
   void finish_sample(RequestState& r, Sequence& seq, FinishReason reason, RequestTiming::Clock::time_point now);
   // Finishes every live sample of a request with `reason`, pushes their last updates, forgets it.
@@ -95,6 +118,7 @@ class EngineCore {
   std::map<uint64_t, RequestState> requests_;
   int64_t next_seq_id_ = 0;
   uint64_t n_steps_ = 0, n_computed_tokens_ = 0, n_generated_tokens_ = 0;
+  uint64_t n_draft_tokens_ = 0, n_accepted_draft_tokens_ = 0;
 };
 
 }  // namespace deepinfer

@@ -1,7 +1,7 @@
 // EngineOptions: the engine's knobs, with serving defaults. The CLI and server map their flags
 // (--block-size, --max-num-batched-tokens, --max-num-seqs, --kv-cache-memory,
-// --kv-cache-memory-fraction, --kv-cache-dtype, --no-prefix-caching, --max-model-len, --seed)
-// onto these fields.
+// --kv-cache-memory-fraction, --kv-cache-dtype, --no-prefix-caching, --max-model-len, --seed,
+// --speculative, --num-speculative-tokens) onto these fields.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +11,9 @@
 #include "core/status.h"
 
 namespace deepinfer {
+
+// Speculative decoding: where draft tokens come from (engine_core.h says how they are verified).
+enum class SpeculativeMethod { kNone, kNgram };
 
 struct EngineOptions {
   int block_size = 64;                     // tokens per KV block
@@ -22,6 +25,11 @@ struct EngineOptions {
   bool enable_prefix_caching = true;
   int max_model_len = 0;                   // prompt + output tokens per sequence; 0: the model's limit
   uint64_t seed = 0;                       // requests without a seed derive theirs from it
+  SpeculativeMethod speculative = SpeculativeMethod::kNone;
+  int num_speculative_tokens = 3;          // drafts per sequence and step, [1, 16]
+  // Drafts only while at most this many sequences decode: beyond, a step is no longer bound by
+  // reading the weights and verifying drafts would cost more than it saves.
+  int speculative_max_batch = 8;
 
   Status validate() const;
   // The KV cache budget in bytes: kv_cache_memory_bytes, or the fraction of available memory.

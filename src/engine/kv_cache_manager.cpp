@@ -125,6 +125,13 @@ void KvCacheManager::file_computed_blocks(Sequence& seq) {
   seq.n_blocks_filed = std::max(seq.n_blocks_filed, n_full);
 }
 
+void KvCacheManager::truncate(Sequence& seq, int n_tokens) {
+  const int n_full = n_tokens / block_size_;
+  DI_CHECK(seq.n_blocks_filed <= n_full);
+  seq.truncate_tokens(n_tokens);
+  if (int(seq.block_hashes().size()) > n_full) seq.block_hashes().resize(size_t(n_full));
+}
+
 void KvCacheManager::fork(const Sequence& parent, Sequence& child) {
   child.block_tables() = parent.block_tables();
   for (const auto& table : child.block_tables()) {

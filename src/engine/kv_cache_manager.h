@@ -64,6 +64,10 @@ class KvCacheManager {
   void fork(const Sequence& parent, Sequence& child);
   // Releases all of seq's blocks, last first.
   void free(Sequence& seq);
+  // Drops seq's tokens from n_tokens on (rejected draft tokens), and the block hashes that
+  // covered them. Nothing at or past n_tokens may have been filed: the caller truncates before
+  // file_computed_blocks sees those tokens as computed.
+  void truncate(Sequence& seq, int n_tokens);
 
  private:
   void hash_full_blocks(Sequence& seq) const;

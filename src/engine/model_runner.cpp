@@ -22,7 +22,10 @@ std::span<const float> ModelRunner::execute(const SchedulerOutput& out) {
       batch_.positions.push_back(p);
     }
     batch_.seqs.push_back({row_begin, c.n_new, end, seq.block_tables()[0].data()});
-    if (c.sample) batch_.logit_rows.push_back(row_begin + c.n_new - 1);
+    if (c.sample) {
+      DI_CHECK(c.n_logit_rows >= 1 && c.n_logit_rows <= c.n_new);
+      for (int i = c.n_new - c.n_logit_rows; i < c.n_new; ++i) batch_.logit_rows.push_back(row_begin + i);
+    }
   }
   const size_t vocab = size_t(model_.info().vocab_size);
   logits_.resize(batch_.logit_rows.size() * vocab);

@@ -44,6 +44,7 @@ struct ScheduledChunk {
   Sequence* seq = nullptr;
   int n_new = 0;         // tokens [seq->n_computed(), + n_new) are computed this step
   bool sample = false;   // the chunk ends at the sequence's last token: its logits are sampled
+  int n_logit_rows = 1;  // with sample: logits of the chunk's last n rows (> 1 when verifying drafts)
 };
 
 struct SchedulerOutput {

@@ -44,6 +44,11 @@ void Sequence::set_finished(FinishReason reason) {
   finish_reason_ = reason;
 }
 
+void Sequence::truncate_tokens(int n) {
+  DI_CHECK(n >= n_prompt_ && n >= n_computed_ && n <= n_tokens());
+  tokens_.resize(size_t(n));
+}
+
 void Sequence::set_n_computed(int n) {
   DI_CHECK(n >= 0 && n <= n_tokens());
   n_computed_ = n;

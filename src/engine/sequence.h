@@ -46,6 +46,9 @@ class Sequence {
   int n_output() const { return n_tokens() - n_prompt_; }
   std::span<const int32_t> output() const { return std::span(tokens_).subspan(size_t(n_prompt_)); }
   void append_token(int32_t token) { tokens_.push_back(token); }
+  // Keeps tokens [0, n): n >= n_prompt and n >= n_computed (KvCacheManager::truncate also drops
+  // the block hashes).
+  void truncate_tokens(int n);
 
   int n_computed() const { return n_computed_; }
   int n_uncomputed() const { return n_tokens() - n_computed_; }

@@ -87,6 +87,10 @@ std::string ServerMetrics::render(const EngineGauges& g) const {
   header(out, "deepinfer_prefix_cache_hit_rate", "gauge", "Prefix cache hits over queries since start.");
   out += "deepinfer_prefix_cache_hit_rate " +
          number(g.prefix_cache_queries ? double(g.prefix_cache_hits) / double(g.prefix_cache_queries) : 0.0) + "\n";
+  header(out, "deepinfer_spec_decode_draft_tokens_total", "counter", "Speculative draft tokens verified.");
+  out += "deepinfer_spec_decode_draft_tokens_total " + std::to_string(g.spec_draft_tokens) + "\n";
+  header(out, "deepinfer_spec_decode_accepted_tokens_total", "counter", "Speculative draft tokens accepted.");
+  out += "deepinfer_spec_decode_accepted_tokens_total " + std::to_string(g.spec_accepted_tokens) + "\n";
   header(out, "deepinfer_open_connections", "gauge", "Open HTTP connections.");
   out += "deepinfer_open_connections " + std::to_string(g.open_connections) + "\n";
   return out;

@@ -44,6 +44,8 @@ class ServerMetrics {
     double kv_usage = 0;            // fraction of KV blocks in use
     uint64_t prefix_cache_queries = 0;  // prompt tokens looked up in the prefix cache
     uint64_t prefix_cache_hits = 0;     // of which found
+    uint64_t spec_draft_tokens = 0;     // speculative drafts verified
+    uint64_t spec_accepted_tokens = 0;  // of which accepted
     size_t open_connections = 0;
   };
   std::string render(const EngineGauges& g) const;

@@ -191,6 +191,8 @@ void OpenAiService::route(const HttpRequest& req, const std::shared_ptr<HttpResp
       g.kv_usage = s.kv_usage;
       g.prefix_cache_queries = s.n_prefix_query_tokens;
       g.prefix_cache_hits = s.n_prefix_hit_tokens;
+      g.spec_draft_tokens = s.n_draft_tokens;
+      g.spec_accepted_tokens = s.n_accepted_draft_tokens;
     }
     if (open_connections_) g.open_connections = open_connections_();
     return res->send(200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render(g));

@@ -331,3 +331,30 @@ def test_draining_answers_503(deepinfer_bin, model_dir):
         assert s.proc.wait(timeout=60) == 0
     finally:
         s.stop()
+
+
+def test_speculative_server_streams_the_plain_output(deepinfer_bin, model_dir, server):
+    """--speculative ngram through the server: streamed and not, the text and logprobs equal the
+    plain server's, and /metrics has the draft counters (acceptance itself is checked on the
+    tiny-v3 fixture in tests/model/test_speculative.py and with always-right drafts in
+    engine_core_test.cpp: this random model's 128K vocabulary rarely repeats)."""
+    s = Server(deepinfer_bin, model_dir, "--speculative", "ngram", "--num-speculative-tokens", "3")
+    try:
+        prompt = "one two three four five six seven eight " * 6
+        for stream in (False, True):
+            body = {"prompt": prompt, "max_tokens": 40, "temperature": 0, "ignore_eos": True, "logprobs": 1}
+            want = server.post("/v1/completions", body)[1]
+            if not stream:
+                got = s.post("/v1/completions", body)[1]
+                assert got["choices"][0]["text"] == want["choices"][0]["text"]
+                assert got["choices"][0]["logprobs"] == want["choices"][0]["logprobs"]
+            else:
+                status, text, _ = request(s.port, "POST", "/v1/completions", json.dumps({**body, "stream": True}))
+                assert status == 200
+                pieces = [json.loads(line[6:])["choices"][0]["text"] for line in text.splitlines()
+                          if line.startswith("data: {") and json.loads(line[6:])["choices"]]
+                assert "".join(pieces) == want["choices"][0]["text"]
+        drafted = s.metric("deepinfer_spec_decode_draft_tokens_total")
+        assert 0 <= s.metric("deepinfer_spec_decode_accepted_tokens_total") <= drafted
+    finally:
+        assert s.stop() == 0

@@ -198,6 +198,80 @@ TEST(EngineCore, OutputsAreBatchInvariant) {
   }
 }
 
+// Speculative decoding with n-gram drafts is lossless by construction: ids, logprobs and finish
+// reasons are bitwise those of plain decoding (the fake model's reference, and the plain engine),
+// for greedy and seeded sampling alike, batched, chunked, under preemption and with the prefix
+// cache warm. A 6-token vocabulary makes drafts right often, so runs of 1..k accepted drafts,
+// drafts cut by max_tokens and stop tokens inside accepted runs all occur.
+TEST(EngineCore, SpeculativeNgramDecodingGivesExactlyThePlainOutputs) {
+  FakeCausalLM model(6);
+  const auto requests = varied_requests(24, 17, 6);
+  const auto alone = run_alone(model, small_options(), requests);
+  for (const Request& r : requests) {
+    if (r.params.n == 1) expect_same_outputs({fake_reference(r, model)}, run_alone(model, small_options(), {r}), "ref");
+  }
+  for (int k : {1, 2, 4}) {
+    for (int chunk : {64, 7}) {
+      EngineOptions o = small_options();
+      o.speculative = SpeculativeMethod::kNgram;
+      o.num_speculative_tokens = k;
+      o.speculative_max_batch = 64;
+      o.max_num_batched_tokens = chunk;
+      auto core = make_core(model, o);
+      const std::string what = "ngram k " + std::to_string(k) + ", chunk " + std::to_string(chunk);
+      expect_same_outputs(alone, run_to_completion(*core, requests), what.c_str());
+      expect_same_outputs(alone, run_to_completion(*core, requests, 1000), (what + ", warm cache").c_str());
+      const EngineStats st = core->stats();
+      EXPECT_GT(st.n_draft_tokens, 0u) << what;
+      EXPECT_GT(st.n_accepted_draft_tokens, 0u) << what;
+      EXPECT_LT(st.n_accepted_draft_tokens, st.n_draft_tokens) << what;
+      EXPECT_LT(st.n_steps, 2 * (st.n_generated_tokens + 1)) << what;
+    }
+  }
+  EngineOptions o = small_options();
+  o.speculative = SpeculativeMethod::kNgram;
+  o.speculative_max_batch = 64;
+  o.block_size = 8;
+  o.kv_cache_memory_bytes = size_t(400) * 2 * 24;  // preemption
+  auto core = make_core(model, o);
+  expect_same_outputs(alone, run_to_completion(*core, requests), "ngram under preemption");
+  EXPECT_GT(core->stats().n_preemptions, 0u);
+}
+
+// A draft that is always right (the model repeats a cycle the prompt already shows) is accepted
+// whole: k + 1 tokens per step, and the same tokens as plain decoding.
+TEST(EngineCore, AlwaysRightDraftsGiveKPlusOneTokensPerStep) {
+  FakeCausalLM model(16);
+  model.cycle = 5;
+  Request r = greedy({2, 3, 4, 5, 6, 2, 3, 4, 5, 6, 2}, 40);
+  const auto plain = run_alone(model, small_options(), {r});
+  EXPECT_EQ(plain[0].samples[0].token_ids[0], 3);
+  for (int k : {1, 3, 4}) {
+    EngineOptions o = small_options();
+    o.speculative = SpeculativeMethod::kNgram;
+    o.num_speculative_tokens = k;
+    auto core = make_core(model, o);
+    expect_same_outputs(plain, run_to_completion(*core, {r}), "always right");
+    const EngineStats st = core->stats();
+    EXPECT_EQ(st.n_accepted_draft_tokens, st.n_draft_tokens) << k;
+    // 1 prefill step, then ceil(39 / (k + 1)) decode steps.
+    EXPECT_EQ(st.n_steps, 1 + (39 + uint64_t(k)) / uint64_t(k + 1)) << k;
+  }
+}
+
+// Above speculative_max_batch decoding sequences no step drafts (verification would cost more
+// than it saves once a step is no longer bound by reading the weights).
+TEST(EngineCore, NoDraftsAboveTheSpeculativeBatchLimit) {
+  FakeCausalLM model(6);
+  const auto requests = varied_requests(12, 3, 6);
+  EngineOptions o = small_options();
+  o.speculative = SpeculativeMethod::kNgram;
+  o.speculative_max_batch = 0;  // never few enough
+  auto core = make_core(model, o);
+  run_to_completion(*core, requests);
+  EXPECT_EQ(core->stats().n_draft_tokens, 0u);
+}
+
 TEST(EngineCore, OutputsAreBatchInvariantAmong255Others) {
   FakeCausalLM model;
   const auto probes = varied_requests(6, 5, 96);

@@ -84,6 +84,7 @@ void FakeCausalLM::forward(const ForwardBatch& batch, const KvCacheView& kv, flo
     const BatchSequence& s = batch.seqs[si];
     const int32_t pos = batch.positions[size_t(row)];
     uint64_t h = 0;
+    int32_t last = -1;
     for (int32_t p = 0; p <= pos; ++p) {
       int32_t token = -1;
       for (int l = 0; l < info_.n_layers; ++l) {
@@ -95,8 +96,11 @@ void FakeCausalLM::forward(const ForwardBatch& batch, const KvCacheView& kv, flo
         token = rec.token;
       }
       h = absorb(h, token);
+      last = token;
     }
-    logits_from_hash(h, std::span(logits + out * size_t(info_.vocab_size), size_t(info_.vocab_size)));
+    const std::span<float> row_logits(logits + out * size_t(info_.vocab_size), size_t(info_.vocab_size));
+    logits_from_hash(h, row_logits);
+    if (cycle > 0) row_logits[size_t(2 + (last - 2 + 1 + cycle) % cycle)] += 100.0f;
     ++out;
   }
 }

@@ -29,6 +29,9 @@ class FakeCausalLM final : public CausalLM {
   static void reference_logits(std::span<const int32_t> tokens, std::span<float> logits);
 
   std::chrono::microseconds forward_delay{0};  // a step's minimum duration (for timing tests)
+  // > 0: the next token after t is by far the likeliest 2 + (t - 1) % cycle (read from the cache
+  // like the rest), so greedy output cycles through [2, 2 + cycle): text that repeats itself.
+  int cycle = 0;
   int64_t n_forward_calls = 0;
   int64_t n_rows = 0;
   int64_t max_rows = 0;  // largest batch seen

@@ -33,6 +33,8 @@ TEST(ServerMetrics, RendersCountersAndGauges) {
   g.kv_usage = 0.25;
   g.prefix_cache_queries = 10;
   g.prefix_cache_hits = 4;
+  g.spec_draft_tokens = 9;
+  g.spec_accepted_tokens = 5;
   const std::string out = m.render(g);
   EXPECT_NE(out.find("deepinfer_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 2\n"), std::string::npos);
   EXPECT_NE(out.find("deepinfer_requests_total{endpoint=\"/v1/completions\",status=\"400\"} 1\n"), std::string::npos);
@@ -40,6 +42,8 @@ TEST(ServerMetrics, RendersCountersAndGauges) {
   EXPECT_NE(out.find("deepinfer_num_requests_running 3\n"), std::string::npos);
   EXPECT_NE(out.find("deepinfer_kv_cache_usage_ratio 0.25\n"), std::string::npos);
   EXPECT_NE(out.find("deepinfer_prefix_cache_hit_rate 0.4\n"), std::string::npos);
+  EXPECT_NE(out.find("deepinfer_spec_decode_draft_tokens_total 9\n"), std::string::npos);
+  EXPECT_NE(out.find("deepinfer_spec_decode_accepted_tokens_total 5\n"), std::string::npos);
   EXPECT_NE(out.find("# TYPE deepinfer_time_to_first_token_seconds histogram\n"), std::string::npos);
 }
 

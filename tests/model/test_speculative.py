@@ -1,0 +1,62 @@
+"""Speculative decoding is lossless: `deepinfer generate --speculative ngram` prints exactly the
+JSON of plain decoding (ids and every logprob bitwise) on every golden fixture (DeepSeek-V2, V3,
+V3-FP8, V4, V4-FP8), for k = 1..4 drafts, every case batched in one run; and on a repeating
+prompt, where n-gram drafts are right, greedy and seeded sampling alike. The reference is the
+plain path, itself checked against DeepSeek's reference implementation by test_golden.py."""
+import json
+import os
+import pathlib
+import re
+import subprocess
+
+import pytest
+
+MODELS = pathlib.Path(__file__).resolve().parent.parent / "data" / "models"
+
+
+def generate(binary, model, prompts, *extra, max_tokens=16, stats=False):
+    out = subprocess.run(
+        [binary, "generate", "--model", str(model), "--prompts-file", str(prompts), "--max-tokens", str(max_tokens),
+         "--ignore-eos", "--json", "--kv-cache-memory", str(64 << 20), *extra],
+        capture_output=True, text=True, timeout=600, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    if not stats:
+        return out.stdout
+    m = re.search(r"speculative: (\d+) draft tokens, (\d+) accepted", out.stderr)
+    return out.stdout, int(m.group(1)), int(m.group(2))
+
+
+@pytest.mark.parametrize("model", ["tiny-v2", "tiny-v3", "tiny-v3-fp8", "tiny-v4", "tiny-v4-fp8"])
+def test_ngram_speculation_gives_the_plain_output_on_the_fixtures(deepinfer_bin, tmp_path, model):
+    cases = json.loads((MODELS / model / "golden.json").read_text())["cases"]
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps({"prompt_ids": c["prompt_ids"]}) + "\n" for c in cases))
+    plain = generate(deepinfer_bin, MODELS / model, prompts, "--temperature", "0")
+    for k in (1, 2, 3, 4):
+        spec = generate(deepinfer_bin, MODELS / model, prompts, "--temperature", "0", "--speculative", "ngram",
+                        "--num-speculative-tokens", str(k))
+        assert spec == plain, f"k={k}"
+
+
+def test_ngram_drafts_are_accepted_and_stay_exact(deepinfer_bin, tmp_path):
+    # Over 120 tokens the tiny model's own output repeats (vocabulary 1,024), so some drafts are
+    # right and some wrong: both paths run, greedy and seeded sampling alike.
+    segment = [17, 201, 33, 480, 75, 9, 612, 88]
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(json.dumps({"prompt_ids": segment * 2}) + "\n" + json.dumps({"prompt_ids": segment * 3}) + "\n")
+    model = MODELS / "tiny-v3"
+    for sampling in (["--temperature", "0"], ["--temperature", "0.8", "--seed", "5"]):
+        plain = generate(deepinfer_bin, model, prompts, *sampling, max_tokens=120)
+        spec, drafted, accepted = generate(deepinfer_bin, model, prompts, *sampling, "--speculative", "ngram",
+                                           "--num-speculative-tokens", "4", max_tokens=120, stats=True)
+        assert spec == plain, sampling
+        assert drafted > accepted > 0, (sampling, drafted, accepted)
+
+
+def test_speculative_flags_are_checked(deepinfer_bin, tmp_path):
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text(json.dumps({"prompt_ids": [1, 2, 3]}) + "\n")
+    for extra, message in ((["--speculative", "eagle"], "--speculative"), (["--speculative", "mtp"], "MTP"),
+                           (["--speculative", "ngram", "--num-speculative-tokens", "0"], "num-speculative-tokens")):
+        p = subprocess.run([deepinfer_bin, "generate", "--model", str(MODELS / "tiny-v3"), "--prompts-file", str(prompts),
+                            "--max-tokens", "2", *extra], capture_output=True, text=True, timeout=120)
+        assert p.returncode != 0 and message in p.stderr, (extra, p.stderr)
