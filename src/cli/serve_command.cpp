@@ -19,6 +19,7 @@
 
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
+#include "chat/prompt_format.h"
 #include "core/mapped_file.h"
 #include "model/loader.h"
 #include "server/http_server.h"
@@ -91,10 +92,14 @@ int run_serve(ServeFlags& f) {
   auto tokenizer = Tokenizer::Load(f.model_dir);
   if (!tokenizer.ok()) return fail(tokenizer.status().message());
   std::optional<chat::ChatTemplate> chat_template;
-  auto tmpl = chat::ChatTemplate::Load(f.model_dir);
-  if (tmpl.ok()) chat_template = std::move(tmpl).value();
-  else if (declares_chat_template(f.model_dir)) return fail(tmpl.status().message());
-  else std::fprintf(stderr, "deepinfer: no chat template, /v1/chat/completions disabled: %s\n", tmpl.status().message().c_str());
+  if (chat::prompt_format_for_architecture((*model)->info().architecture) == chat::PromptFormat::kDeepseekV4) {
+    std::fprintf(stderr, "deepinfer: chat prompts rendered by DeepSeek-V4's encoder\n");
+  } else {
+    auto tmpl = chat::ChatTemplate::Load(f.model_dir);
+    if (tmpl.ok()) chat_template = std::move(tmpl).value();
+    else if (declares_chat_template(f.model_dir)) return fail(tmpl.status().message());
+    else std::fprintf(stderr, "deepinfer: no chat template, /v1/chat/completions disabled: %s\n", tmpl.status().message().c_str());
+  }
   auto engine = Engine::create(std::move(model).value(), f.engine.options);
   if (!engine.ok()) return fail(engine.status().message());
   service.attach(engine.value().get(), std::move(tokenizer).value(), std::move(chat_template));
