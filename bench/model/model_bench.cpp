@@ -8,12 +8,16 @@
 // The batch-1 roofline columns divide the bytes a decoded token must read (active weights and
 // its KV) by the step's wall time, and by the CPU time of all its threads: on a shared machine
 // the latter, run on one thread, compares with read_bandwidth_bench on one thread.
+// Any architecture load_causal_lm reads runs (DeepSeek-V2/V3, and V4 through its per-token
+// paged cache); the roofline columns need the V3 weight walk and are left empty for V4.
 #include <omp.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -22,6 +26,7 @@
 
 #include "kernels/cpu/isa.h"
 #include "model/deepseek/model.h"
+#include "model/loader.h"
 
 namespace deepinfer {
 namespace {
@@ -77,6 +82,14 @@ struct BenchCache {
   }
 };
 
+// Resident bytes of this process now (/proc/self/statm), to measure what a cache really holds.
+size_t resident_bytes() {
+  std::ifstream f("/proc/self/statm");
+  size_t pages = 0, resident = 0;
+  f >> pages >> resident;
+  return resident * size_t(sysconf(_SC_PAGESIZE));
+}
+
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // CPU seconds used by all threads of this process so far (user + system).
@@ -98,17 +111,19 @@ struct Options {
 };
 
 int run(const Options& o) {
-  auto loaded = DeepseekModel::Load(
-      o.model_dir, ModelOptions{o.activations == "bf16" ? DType::BF16 : DType::F32}, cpu_backend());
+  auto loaded = load_causal_lm(o.model_dir, ModelOptions{o.activations == "bf16" ? DType::BF16 : DType::F32},
+                               cpu_backend());
   if (!loaded.ok()) {
     std::fprintf(stderr, "error: %s\n", loaded.status().message().c_str());
     return 1;
   }
-  DeepseekModel& m = **loaded;
+  CausalLM& m = **loaded;
   const CausalLMInfo& info = m.info();
+  const auto* v3 = dynamic_cast<const DeepseekModel*>(&m);
   const DType kv_dtype = o.kv == "fp8" ? DType::F8_E4M3 : o.kv == "f32" ? DType::F32 : DType::BF16;
   const MlaCacheLayout layout{kv_dtype, info.kv_lora_rank, info.qk_rope_head_dim};
-  const size_t w_active = active_weight_bytes(m);
+  const size_t w_active = v3 ? active_weight_bytes(*v3) : 0;
+  std::printf("load: %s\n", describe_causal_lm(m).c_str());
   std::printf("model %s: %.2f GB of weights, %.3f GB read per token at batch 1 (active weights), "
               "KV %s %zu B/token/layer, %s activations, isa %s, threads %d\n\n",
               o.model_dir.c_str(), double(info.n_weight_bytes) / 1e9, double(w_active) / 1e9, o.kv.c_str(),
@@ -116,6 +131,7 @@ int run(const Options& o) {
   std::mt19937 rng(7);
   auto random_token = [&] { return int32_t(rng() % uint32_t(info.vocab_size - 2) + 2); };
 
+  std::vector<std::string> kv_rows;  // resident cache bytes of each decode configuration
   std::printf("| context | batch | step ms | decode tok/s | CPU s per step | batch 1: GB/s (weights + KV) | batch 1: GB per CPU s |\n"
               "|---|---|---|---|---|---|---|\n");
   for (int ctx : o.contexts)
@@ -126,7 +142,16 @@ int run(const Options& o) {
         std::printf("| %d | %d | skipped: KV %.1f GiB > --max-kv-gib | | | | |\n", ctx, batch, kv_gib);
         continue;
       }
+      const size_t rss0 = resident_bytes();
       BenchCache cache(info, kv_dtype, batch, max_len);
+      {
+        const size_t grown = resident_bytes() - rss0;
+        const int slots = cache.view.num_blocks * cache.view.block_size;
+        char buf[256];
+        std::snprintf(buf, sizeof buf, "| %d | %d | %d | %zu | %.1f | %zu |", ctx, batch, slots, grown,
+                      double(grown) / slots, layout.bytes_per_token() * size_t(info.n_layers));
+        kv_rows.push_back(buf);
+      }
       std::vector<float> logits(size_t(batch) * size_t(info.vocab_size));
       double timed = 0, cpu = 0;
       for (int step = 0; step <= o.steps; ++step) {  // step 0 warms up
@@ -147,7 +172,7 @@ int run(const Options& o) {
       }
       const double step_s = timed / o.steps, step_cpu = cpu / o.steps;
       std::string roofline = " | ";
-      if (batch == 1) {
+      if (batch == 1 && v3) {
         const double bytes = double(w_active) + double(ctx) * double(layout.bytes_per_token()) * info.n_layers;
         char buf[96];
         std::snprintf(buf, sizeof buf, "%.1f | %.1f", bytes / step_s / 1e9, bytes / step_cpu / 1e9);
@@ -160,6 +185,7 @@ int run(const Options& o) {
 
   std::printf("\n| prompt tokens | prefill s (= time to first token) | prefill tok/s | CPU s |\n|---|---|---|---|\n");
   for (int n : o.prompts) {
+    if (n <= 0) continue;
     BenchCache cache(info, kv_dtype, 1, n + 1);
     ForwardBatch b;
     for (int i = 0; i < n; ++i) {
@@ -175,6 +201,11 @@ int run(const Options& o) {
     const double s = seconds_since(t0);
     std::printf("| %d | %.2f | %.1f | %.2f |\n", n, s, n / s, process_cpu_seconds() - c0);
     std::fflush(stdout);
+  }
+  if (!kv_rows.empty()) {
+    std::printf("\n| context | batch | cache slots (64-token blocks, all sequences) | resident cache bytes (RSS growth) | "
+                "resident bytes per slot | arithmetic: bytes_per_token x layers |\n|---|---|---|---|---|---|\n");
+    for (const std::string& r : kv_rows) std::printf("%s\n", r.c_str());
   }
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
