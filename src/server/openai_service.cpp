@@ -309,24 +309,30 @@ void OpenAiService::chat_completions(const HttpRequest& req, const std::shared_p
   if ((r.tool_choice == "required" || r.tool_choice == "function") && forced.empty())
     return fail(res, api_error(400, "tool_choice '" + r.tool_choice + "' is not supported with this model's chat template",
                                "invalid_request_error", "tool_choice"));
-  auto ids = tokenizer_->encode(rendered.value() + forced, /*add_special_tokens=*/false);
+  ChatOutputConfig output;
+  output.parse_tool_calls = use_tools;
+  output.forced_prefix = forced;
+  if (reasoning_model_) {
+    output.parse_reasoning = true;
+    output.reasoning_open = chat::prompt_opens_reasoning(rendered.value());
+  }
+  start_chat(r, rendered.value() + forced, output, res);
+}
+
+void OpenAiService::start_chat(ChatRequest& r, const std::string& prompt, const ChatOutputConfig& output,
+                               const std::shared_ptr<HttpResponder>& res) {
+  auto ids = tokenizer_->encode(prompt, /*add_special_tokens=*/false);
   if (!ids.ok()) return fail(res, api_error(400, ids.status().message(), "invalid_request_error", "messages"));
   SamplingParams& sampling = r.options.sampling;
   if (sampling.max_tokens == 0 && options_.default_max_tokens > 0)  // neither max_tokens nor max_completion_tokens
     sampling.max_tokens = std::max(1, std::min(options_.default_max_tokens,
                                                engine_->max_model_len() - int(ids.value().size())));
-
   GenerationJob::Setup setup;
   setup.kind = GenerationJob::Kind::kChat;
   setup.id = "chatcmpl-" + random_suffix(next_id_.fetch_add(1));
   setup.model = options_.served_model_name;
   setup.prompts.push_back({std::move(ids).value(), ""});
-  setup.chat.parse_tool_calls = use_tools;
-  setup.chat.forced_prefix = forced;
-  if (reasoning_model_) {
-    setup.chat.parse_reasoning = true;
-    setup.chat.reasoning_open = chat::prompt_opens_reasoning(rendered.value());
-  }
+  setup.chat = output;
   setup.options = std::move(r.options);
   start(std::make_shared<GenerationJob>(std::move(setup), *tokenizer_, res, metrics_), res, 0);
 }
@@ -335,24 +341,12 @@ void OpenAiService::deepseek_v4_chat_completions(ChatRequest& r, const std::shar
   auto rendered = render_deepseek_v4_chat(r);
   if (auto* e = std::get_if<ApiError>(&rendered)) return fail(res, *e);
   const DeepseekV4Chat& v4 = std::get<DeepseekV4Chat>(rendered);
-  auto ids = tokenizer_->encode(v4.prompt + v4.forced_prefix, /*add_special_tokens=*/false);
-  if (!ids.ok()) return fail(res, api_error(400, ids.status().message(), "invalid_request_error", "messages"));
-  SamplingParams& sampling = r.options.sampling;
-  if (sampling.max_tokens == 0 && options_.default_max_tokens > 0)  // neither max_tokens nor max_completion_tokens
-    sampling.max_tokens = std::max(1, std::min(options_.default_max_tokens,
-                                               engine_->max_model_len() - int(ids.value().size())));
-
-  GenerationJob::Setup setup;
-  setup.kind = GenerationJob::Kind::kChat;
-  setup.id = "chatcmpl-" + random_suffix(next_id_.fetch_add(1));
-  setup.model = options_.served_model_name;
-  setup.prompts.push_back({std::move(ids).value(), ""});
-  setup.chat.deepseek_v4 = true;
-  setup.chat.parse_reasoning = setup.chat.reasoning_open = v4.thinking;
-  setup.chat.parse_tool_calls = !r.tools.is_null() && r.tool_choice != "none";
-  setup.chat.forced_prefix = v4.forced_prefix;
-  setup.options = std::move(r.options);
-  start(std::make_shared<GenerationJob>(std::move(setup), *tokenizer_, res, metrics_), res, 0);
+  ChatOutputConfig output;
+  output.deepseek_v4 = true;
+  output.parse_reasoning = output.reasoning_open = v4.thinking;
+  output.parse_tool_calls = !r.tools.is_null() && r.tool_choice != "none";
+  output.forced_prefix = v4.forced_prefix;
+  start_chat(r, v4.prompt + v4.forced_prefix, output, res);
 }
 
 void OpenAiService::start(std::shared_ptr<GenerationJob> job, const std::shared_ptr<HttpResponder>& res, int priority) {

@@ -75,6 +75,9 @@ class OpenAiService {
   void deepseek_v4_chat_completions(ChatRequest& r, const std::shared_ptr<HttpResponder>& res);
   void tokenize(const HttpRequest& req, const std::shared_ptr<HttpResponder>& res);
   void detokenize(const HttpRequest& req, const std::shared_ptr<HttpResponder>& res);
+  // Encodes a rendered chat prompt, applies the default max_tokens, and starts the job.
+  void start_chat(ChatRequest& r, const std::string& prompt, const ChatOutputConfig& output,
+                  const std::shared_ptr<HttpResponder>& res);
   // Submits the job's prompts to the engine and hands it to the pump; answers errors itself.
   void start(std::shared_ptr<GenerationJob> job, const std::shared_ptr<HttpResponder>& res, int priority);
   bool check_model(const std::string& model, const std::shared_ptr<HttpResponder>& res);
