@@ -6,82 +6,15 @@
 
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <random>
-
-#include <nlohmann/json.hpp>
-#include <omp.h>
 
 #include "engine/engine_core.h"
 #include "engine_test_util.h"
+#include "golden_cases.h"
 #include "model/loader.h"
 
 namespace deepinfer::test {
 namespace {
-
-// The kernels open an OpenMP region per op; on a shared, oversubscribed test machine their
-// barriers cost ~30x the tiny fixtures' arithmetic. Results do not depend on the thread count.
-const bool kOneThread = [] {
-  omp_set_num_threads(1);
-  return true;
-}();
-
-struct GoldenStep {
-  int32_t token;
-  double logprob;
-  std::vector<std::pair<int32_t, double>> top5;
-};
-struct GoldenCase {
-  std::vector<int32_t> prompt;
-  std::vector<GoldenStep> steps;
-};
-
-std::vector<GoldenCase> load_golden(const std::string& model) {
-  std::ifstream f("tests/data/models/" + model + "/golden.json");
-  EXPECT_TRUE(f.good()) << "tests/data/models/" << model << "/golden.json (run from the project root)";
-  const auto j = nlohmann::json::parse(f);
-  std::vector<GoldenCase> cases;
-  for (const auto& c : j.at("cases")) {
-    GoldenCase g;
-    g.prompt = c.at("prompt_ids").get<std::vector<int32_t>>();
-    for (const auto& s : c.at("steps")) {
-      GoldenStep step{s.at("token").get<int32_t>(), s.at("logprob").get<double>(), {}};
-      for (const auto& t : s.at("top5")) step.top5.emplace_back(t.at(0).get<int32_t>(), t.at(1).get<double>());
-      g.steps.push_back(std::move(step));
-    }
-    cases.push_back(std::move(g));
-  }
-  return cases;
-}
-
-std::unique_ptr<CausalLM> load(const std::string& model) {
-  auto m = load_causal_lm("tests/data/models/" + model);
-  EXPECT_TRUE(m.ok()) << m.status().message();
-  return std::move(m).value();
-}
-
-std::vector<Request> golden_requests(const std::vector<GoldenCase>& cases) {
-  std::vector<Request> out;
-  for (const auto& c : cases) {
-    Request r;
-    r.prompt_token_ids = c.prompt;
-    r.params.temperature = 0;
-    r.params.max_tokens = int(c.steps.size());
-    r.params.ignore_eos = true;
-    r.params.top_logprobs = 5;
-    out.push_back(std::move(r));
-  }
-  return out;
-}
-
-EngineOptions options(DType kv, int chunk, int block_size = 64) {
-  EngineOptions o;
-  o.kv_cache_dtype = kv;
-  o.max_num_batched_tokens = chunk;
-  o.block_size = block_size;
-  o.kv_cache_memory_bytes = size_t(64) << 20;
-  return o;
-}
 
 // Largest |logprob - golden| over chosen tokens and top-5 entries; ids must match exactly.
 double golden_error(const std::vector<GoldenCase>& cases, const std::vector<CompletedRequest>& out) {

@@ -1,0 +1,38 @@
+// Golden cases of the model fixtures (tests/data/models/<model>/golden.json: prompt ids and, per
+// greedy step, the token, its logprob and the top 5, from the reference the fixture's README
+// names), as requests and engine options for the golden tests. Loading them pins OpenMP to one
+// thread: the kernels open a region per op, and on a shared, oversubscribed test machine the
+// barriers cost ~30x the tiny fixtures' arithmetic (results do not depend on the thread count).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "engine/engine_options.h"
+#include "engine/request.h"
+#include "model/causal_lm.h"
+
+namespace deepinfer::test {
+
+struct GoldenStep {
+  int32_t token;
+  double logprob;
+  std::vector<std::pair<int32_t, double>> top5;
+};
+struct GoldenCase {
+  std::vector<int32_t> prompt;
+  std::vector<GoldenStep> steps;
+};
+
+// Run from the project root.
+std::vector<GoldenCase> load_golden(const std::string& model);
+std::unique_ptr<CausalLM> load(const std::string& model);
+// Greedy, ignore_eos, top_logprobs 5, as many tokens as the case has steps.
+std::vector<Request> golden_requests(const std::vector<GoldenCase>& cases);
+// 64 MiB of KV in `kv`, `chunk` tokens per step.
+EngineOptions options(DType kv, int chunk, int block_size = 64);
+
+}  // namespace deepinfer::test
