@@ -1,5 +1,7 @@
 #include "golden_cases.h"
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -63,6 +65,26 @@ EngineOptions options(DType kv, int chunk, int block_size) {
   o.block_size = block_size;
   o.kv_cache_memory_bytes = size_t(64) << 20;
   return o;
+}
+
+// Ids must match; returns the largest |logprob - golden| over chosen tokens and the top 5.
+double golden_error(const std::vector<GoldenCase>& cases, const std::vector<CompletedRequest>& out, bool logprobs) {
+  double worst = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const CompletedSample& s = out[i].samples.at(0);
+    EXPECT_EQ(s.token_ids.size(), cases[i].steps.size());
+    for (size_t t = 0; t < std::min(s.token_ids.size(), cases[i].steps.size()); ++t) {
+      const GoldenStep& g = cases[i].steps[t];
+      EXPECT_EQ(s.token_ids[t], g.token) << "case " << i << " step " << t;
+      if (!logprobs) continue;
+      worst = std::max(worst, std::fabs(s.logprobs[t].logprob - g.logprob));
+      for (size_t k = 0; k < 5; ++k) {
+        EXPECT_EQ(s.logprobs[t].top[k].token, g.top5[k].first) << "case " << i << " step " << t << " rank " << k;
+        worst = std::max(worst, std::fabs(s.logprobs[t].top[k].logprob - g.top5[k].second));
+      }
+    }
+  }
+  return worst;
 }
 
 }  // namespace deepinfer::test

@@ -34,5 +34,8 @@ std::unique_ptr<CausalLM> load(const std::string& model);
 std::vector<Request> golden_requests(const std::vector<GoldenCase>& cases);
 // 64 MiB of KV in `kv`, `chunk` tokens per step.
 EngineOptions options(DType kv, int chunk, int block_size = 64);
+// Ids must match the cases; returns the largest |logprob - golden| over chosen tokens and the top
+// 5 (0 without `logprobs`: ids only).
+double golden_error(const std::vector<GoldenCase>& cases, const std::vector<CompletedRequest>& out, bool logprobs);
 
 }  // namespace deepinfer::test
