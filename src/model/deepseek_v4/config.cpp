@@ -29,6 +29,8 @@ const std::set<std::string>& known_keys() {
   return keys;
 }
 
+}  // namespace
+
 Status parse_v4_quantization(const json& j, const std::string& source, V4Quantization& q) {
   auto it = j.find("quantization_config");
   if (it == j.end() || it->is_null()) return Status::Ok();
@@ -56,8 +58,6 @@ Status parse_v4_quantization(const json& j, const std::string& source, V4Quantiz
   }
   return Status::Ok();
 }
-
-}  // namespace
 
 Result<DeepseekV4Config> DeepseekV4Config::FromJson(const json& j, const std::string& source) {
   if (!j.is_object()) return Status::Error(source + ": not a JSON object");

@@ -22,6 +22,9 @@ struct V4Quantization {
   int block_cols = 128;  // weight_block_size[1]
 };
 
+// Reads j["quantization_config"] when present (absent or null: not quantized); errors name `source`.
+Status parse_v4_quantization(const nlohmann::json& j, const std::string& source, V4Quantization& q);
+
 struct DeepseekV4Config {
   std::string architecture;  // DeepseekV4ForCausalLM
 
