@@ -33,7 +33,7 @@ void expert_mlp(Backend& backend, const ExpertWeights& e, const float* x, int64_
 
 void clamped_moe(Backend& backend, const std::vector<ExpertWeights>& experts, const ExpertWeights* shared,
                  float swiglu_limit, const float* x, int64_t n, int64_t hidden, int top_k, const int32_t* ids,
-                 const float* weights, float* y, ClampedMoeScratch& s) {
+                 const float* weights, float* y, ClampedMoeScratch& s, float shared_limit) {
   if (n == 0) return;
   const int n_experts = int(experts.size());
   // acc[r, j]: row r's j-th expert output, summed below in increasing expert id.
@@ -69,7 +69,7 @@ void clamped_moe(Backend& backend, const std::vector<ExpertWeights>& experts, co
   }
   if (shared) {
     s.out.resize(size_t(n * hidden));
-    expert_mlp(backend, *shared, x, n, hidden, 0.0f, s.out.data(), s);
+    expert_mlp(backend, *shared, x, n, hidden, shared_limit, s.out.data(), s);
     for (int64_t i = 0; i < n * hidden; ++i) y[i] += s.out[size_t(i)];
   }
 }

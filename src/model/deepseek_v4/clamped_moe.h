@@ -1,6 +1,6 @@
 // DeepSeek-V4's expert layer (reused by V4.1): routed SwiGLU experts with the gate clamped
 // above and the up projection clamped both ways at swiglu_limit, plus the shared expert
-// unclamped (as DeepSeek's inference/model.py):
+// unclamped (as DeepSeek's inference/model.py; V4.1 clamps it too: shared_limit):
 //   y = sum_j weight_j * w2(silu(min(w1 x, L)) * clamp(w3 x, -L, L)) + shared(x)
 // Rows are grouped by expert (each expert's weights stream once per call); each row sums its
 // experts in increasing id, so its result does not depend on its batch neighbours.
@@ -24,9 +24,10 @@ struct ClampedMoeScratch {
   std::vector<int32_t> rows;
 };
 
-// x: [n, hidden]; ids, weights: [n, top_k]; y: [n, hidden]. shared may be nullptr.
+// x: [n, hidden]; ids, weights: [n, top_k]; y: [n, hidden]. shared may be nullptr; shared_limit
+// clamps it as the routed experts (0: no clamp).
 void clamped_moe(Backend& backend, const std::vector<ExpertWeights>& experts, const ExpertWeights* shared,
                  float swiglu_limit, const float* x, int64_t n, int64_t hidden, int top_k, const int32_t* ids,
-                 const float* weights, float* y, ClampedMoeScratch& s);
+                 const float* weights, float* y, ClampedMoeScratch& s, float shared_limit = 0.0f);
 
 }  // namespace deepinfer

@@ -4,6 +4,8 @@
 // score weighting kv: without overlap the slots are window w's tokens (channel c); with overlap
 // (ratio 4, coff 2) window w-1's tokens in channel c and window w's in channel dim + c (window 0:
 // only its own). Then the compressor's RMSNorm and RoPE at position w * ratio (by the caller).
+// V4.1 has no position bias (ape empty) and also ratio 1, where an entry is its token's kv and
+// there is no gate (wgate unbound, score unused).
 #pragma once
 
 #include <cstdint>
@@ -18,8 +20,8 @@ struct CompressorWeights {
   int dim = 0;                // entry width (head_dim, or index_head_dim for the indexer)
   bool overlap = false;       // ratio == 4: two overlapping series
   LinearWeight wkv;           // [coff * dim, hidden]
-  LinearWeight wgate;         // [coff * dim, hidden]
-  std::vector<float> ape;     // [ratio, coff * dim] position bias of the scores
+  LinearWeight wgate;         // [coff * dim, hidden]; unbound at ratio 1
+  std::vector<float> ape;     // [ratio, coff * dim] position bias of the scores, or empty (none)
   std::vector<float> norm;    // [dim]
   int coff() const { return overlap ? 2 : 1; }
 };

@@ -53,29 +53,41 @@ void sinkhorn(const HyperConnectionDims& d, float* c) {  // c: [hc, hc] logits -
 
 }  // namespace
 
-void hc_pre(Backend& backend, const HyperConnectionWeights& w, const HyperConnectionDims& d, const float* streams,
-            int64_t n, float* y, float* post, float* comb, float* mixes) {
+void hc_mix(Backend& backend, const HyperConnectionWeights& w, const HyperConnectionDims& d, const float* streams,
+            int64_t n, float* pre, float* post, float* comb, float* mixes) {
   const int hc = d.hc;
   DI_CHECK(w.fn.n_out == int64_t(2 + hc) * hc && w.scale.size() == 3);
   compute_mixes(backend, w, d, streams, n, mixes);
   const int64_t n_mix = w.fn.n_out;
   for (int64_t r = 0; r < n; ++r) {
     const float* m = mixes + r * n_mix;
-    float pre[64];
-    DI_CHECK(hc <= 64);
-    for (int j = 0; j < hc; ++j) pre[j] = sigmoid(m[j] * w.scale[0] + w.base[size_t(j)]) + d.hc_eps;
+    for (int j = 0; j < hc; ++j) pre[r * hc + j] = sigmoid(m[j] * w.scale[0] + w.base[size_t(j)]) + d.hc_eps;
     for (int j = 0; j < hc; ++j) post[r * hc + j] = 2.0f * sigmoid(m[hc + j] * w.scale[1] + w.base[size_t(hc + j)]);
     float* c = comb + r * hc * hc;
     for (int i = 0; i < hc * hc; ++i) c[i] = m[2 * hc + i] * w.scale[2] + w.base[size_t(2 * hc + i)];
     sinkhorn(d, c);
+  }
+}
+
+void hc_collapse(const HyperConnectionDims& d, const float* pre, const float* streams, int64_t n, float* y) {
+  const int hc = d.hc;
+  for (int64_t r = 0; r < n; ++r) {
     const float* s = streams + r * hc * d.hidden;
+    const float* pr = pre + r * hc;
     float* yr = y + r * d.hidden;
     for (int64_t i = 0; i < d.hidden; ++i) {
       float acc = 0;
-      for (int j = 0; j < hc; ++j) acc += pre[j] * s[j * d.hidden + i];
+      for (int j = 0; j < hc; ++j) acc += pr[j] * s[j * d.hidden + i];
       yr[i] = acc;
     }
   }
+}
+
+void hc_pre(Backend& backend, const HyperConnectionWeights& w, const HyperConnectionDims& d, const float* streams,
+            int64_t n, float* y, float* post, float* comb, float* mixes) {
+  std::vector<float> pre(size_t(n * d.hc));
+  hc_mix(backend, w, d, streams, n, pre.data(), post, comb, mixes);
+  hc_collapse(d, pre.data(), streams, n, y);
 }
 
 void hc_post(const HyperConnectionDims& d, const float* out, const float* post, const float* comb, int64_t n,

@@ -33,8 +33,16 @@ struct HyperConnectionDims {
   float norm_eps = 1e-6f;
 };
 
-// streams: [n, hc, hidden]. Writes y [n, hidden], post [n, hc], comb [n, hc, hc] (comb[j][k]).
+// streams: [n, hc, hidden]. Writes pre [n, hc], post [n, hc], comb [n, hc, hc] (comb[j][k]).
 // `mixes`: scratch of at least n * fn.n_out floats.
+void hc_mix(Backend& backend, const HyperConnectionWeights& w, const HyperConnectionDims& d, const float* streams,
+            int64_t n, float* pre, float* post, float* comb, float* mixes);
+
+// y [n, hidden] = sum_j pre[r, j] * streams[r, j] (pre [n, hc], streams [n, hc, hidden]).
+void hc_collapse(const HyperConnectionDims& d, const float* pre, const float* streams, int64_t n, float* y);
+
+// hc_mix, then hc_collapse with that site's own pre (V4; V4.1's single pass collapses a site's
+// input with the previous site's pre): y [n, hidden], post, comb as hc_mix.
 void hc_pre(Backend& backend, const HyperConnectionWeights& w, const HyperConnectionDims& d, const float* streams,
             int64_t n, float* y, float* post, float* comb, float* mixes);
 

@@ -6,13 +6,8 @@
 
 namespace deepinfer {
 
-int indexer_select(Backend& backend, const IndexerWeights& w, const float* q, const float* head_weights,
-                   const float* keys, int n_entries, int32_t* selected, std::vector<float>& dots,
-                   std::vector<float>& scores) {
-  if (n_entries <= w.topk) {
-    std::iota(selected, selected + n_entries, 0);
-    return n_entries;
-  }
+void indexer_scores(Backend& backend, const IndexerWeights& w, const float* q, const float* head_weights,
+                    const float* keys, int n_entries, std::vector<float>& dots, std::vector<float>& scores) {
   const float scale = float(1.0 / std::sqrt(double(w.head_dim)) / std::sqrt(double(w.n_heads)));
   const LinearWeight key_matrix{DType::F32, keys, n_entries, w.head_dim, nullptr, 128, 128};
   dots.resize(size_t(w.n_heads) * size_t(n_entries));
@@ -23,6 +18,16 @@ int indexer_select(Backend& backend, const IndexerWeights& w, const float* q, co
     const float* d = dots.data() + size_t(h) * size_t(n_entries);
     for (int e = 0; e < n_entries; ++e) scores[size_t(e)] += wh * std::max(d[e], 0.0f);
   }
+}
+
+int indexer_select(Backend& backend, const IndexerWeights& w, const float* q, const float* head_weights,
+                   const float* keys, int n_entries, int32_t* selected, std::vector<float>& dots,
+                   std::vector<float>& scores) {
+  if (n_entries <= w.topk) {
+    std::iota(selected, selected + n_entries, 0);
+    return n_entries;
+  }
+  indexer_scores(backend, w, q, head_weights, keys, n_entries, dots, scores);
   std::vector<int32_t> order(static_cast<size_t>(n_entries));
   std::iota(order.begin(), order.end(), 0);
   std::partial_sort(order.begin(), order.begin() + w.topk, order.end(), [&](int32_t a, int32_t b) {

@@ -19,8 +19,12 @@ struct IndexerWeights {
   int topk = 0;
   LinearWeight wq_b;          // [n_heads * head_dim, q_lora_rank]
   LinearWeight weights_proj;  // [n_heads, hidden]
-  CompressorWeights compressor;
+  CompressorWeights compressor;  // V4: the indexer's own key compressor (V4.1 has none)
 };
+
+// scores [n_entries]: every entry's score for one query (inputs as indexer_select).
+void indexer_scores(Backend& backend, const IndexerWeights& w, const float* q, const float* head_weights,
+                    const float* keys, int n_entries, std::vector<float>& dots, std::vector<float>& scores);
 
 // The entries [0, n_entries) a query reads, ascending: all of them when n_entries <= topk,
 // else the topk best scores (ties to the lower index). q: [n_heads, head_dim] roped;

@@ -17,7 +17,7 @@ void SqrtSoftplusRouter::route(const float* logits, int32_t token_id, int32_t* i
   DI_CHECK(top_k <= n_experts && top_k <= 64);
   float s[1024];
   DI_CHECK(n_experts <= 1024);
-  for (int e = 0; e < n_experts; ++e) s[e] = std::sqrt(softplus(logits[e]));
+  for (int e = 0; e < n_experts; ++e) s[e] = std::sqrt(softplus(logits[e] / gate_temp));
   if (hashed()) {
     std::copy_n(tid2eid.data() + size_t(token_id) * size_t(top_k), top_k, ids);
   } else {

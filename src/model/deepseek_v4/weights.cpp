@@ -6,103 +6,10 @@
 
 namespace deepinfer {
 
-class V4WeightBinder {
+class V4WeightBinder : public BlockScaledBinder {
  public:
   V4WeightBinder(const Checkpoint& ckpt, const DeepseekV4Config& c, const std::string& dir, DeepseekV4Weights& w)
-      : ckpt_(ckpt), c_(c), dir_(dir), w_(w) {}
-
-  const Status& status() const { return status_; }
-
-  // `prefix`.weight [n_out, n_in]: BF16/F16/F32, or F8_E4M3 with `prefix`.scale; with `fp4_ok`
-  // (routed experts) also I8 packed FP4 with `prefix`.scale per 32 inputs.
-  LinearWeight linear(const std::string& prefix, int64_t n_out, int64_t n_in, bool fp4_ok = false) {
-    LinearWeight lw;
-    const std::string name = prefix + ".weight";
-    const TensorView* t = find(name);
-    if (!t) return lw;
-    lw.n_out = n_out;
-    lw.n_in = n_in;
-    if (t->dtype == DType::I8 && fp4_ok) {
-      if (n_in % kFp4ScaleBlock != 0) {
-        fail(*t->file + ": tensor '" + name + "' is FP4 but its input width " + std::to_string(n_in) +
-             " is not a multiple of 32");
-        return lw;
-      }
-      if (!shape_is(*t, {n_out, n_in / 2})) return lw;
-      const TensorView* s = scale(prefix, {n_out, n_in / kFp4ScaleBlock});
-      if (!s) return lw;
-      auto& bytes = w_.owned_.emplace_back(size_t(n_out * n_in) * 2);
-      fp4_e2m1_to_bf16(t->data, s->data, n_out, n_in, reinterpret_cast<uint16_t*>(bytes.data()));
-      lw.dtype = DType::BF16;
-      lw.data = bytes.data();
-      count(*t, 2);
-      count(*s, 0);
-      return lw;
-    }
-    if (t->dtype != DType::BF16 && t->dtype != DType::F16 && t->dtype != DType::F32 && t->dtype != DType::F8_E4M3) {
-      fail(*t->file + ": tensor '" + name + "' must be BF16, F16, F32 or F8_E4M3" + (fp4_ok ? " or I8 (FP4)" : "") +
-           ", is " + std::string(dtype_name(t->dtype)));
-      return lw;
-    }
-    if (!shape_is(*t, {n_out, n_in})) return lw;
-    lw.dtype = t->dtype;
-    lw.data = aligned(*t);
-    if (t->dtype == DType::F8_E4M3) {
-      if (!c_.quant.enabled) {
-        fail(*t->file + ": tensor '" + name + "' is F8_E4M3 but config.json has no fp8 quantization_config");
-        return lw;
-      }
-      lw.block_rows = c_.quant.block_rows;
-      lw.block_cols = c_.quant.block_cols;
-      const int64_t rows = (n_out + lw.block_rows - 1) / lw.block_rows, cols = (n_in + lw.block_cols - 1) / lw.block_cols;
-      const TensorView* s = scale(prefix, {rows, cols});
-      if (!s) return lw;
-      auto& bytes = w_.owned_.emplace_back(size_t(rows * cols) * 4);
-      ue8m0_to_f32(s->data, rows * cols, reinterpret_cast<float*>(bytes.data()));
-      lw.scale_inv = reinterpret_cast<const float*>(bytes.data());
-      count(*s, 0);
-    }
-    count(*t, 1);
-    return lw;
-  }
-
-  // An F32/BF16/F16 tensor of `shape`, as f32 (norms, biases, hyper-connection parameters).
-  std::vector<float> floats(const std::string& name, const std::vector<int64_t>& shape) {
-    const TensorView* t = find(name);
-    if (!t || !shape_is(*t, shape)) return {};
-    if (t->dtype != DType::F32 && t->dtype != DType::BF16 && t->dtype != DType::F16) {
-      fail(*t->file + ": tensor '" + name + "' must be F32, BF16 or F16, is " + std::string(dtype_name(t->dtype)));
-      return {};
-    }
-    std::vector<float> out(size_t(t->numel()));
-    for (size_t i = 0; i < out.size(); ++i) {
-      if (t->dtype == DType::F32) std::memcpy(&out[i], t->data + i * 4, 4);
-      else {
-        uint16_t bits;
-        std::memcpy(&bits, t->data + i * 2, 2);
-        out[i] = t->dtype == DType::BF16 ? bf16_to_f32(bits) : f16_to_f32(bits);
-      }
-    }
-    count(*t, 1);
-    return out;
-  }
-
-  // An F32 matrix used as a linear weight (hyper-connection fn), kept in the mapping.
-  LinearWeight f32_linear(const std::string& name, int64_t n_out, int64_t n_in) {
-    LinearWeight lw;
-    const TensorView* t = find(name);
-    if (!t || !shape_is(*t, {n_out, n_in})) return lw;
-    if (t->dtype != DType::F32) {
-      fail(*t->file + ": tensor '" + name + "' must be F32, is " + std::string(dtype_name(t->dtype)));
-      return lw;
-    }
-    lw.dtype = DType::F32;
-    lw.data = aligned(*t);
-    lw.n_out = n_out;
-    lw.n_in = n_in;
-    count(*t, 1);
-    return lw;
-  }
+      : BlockScaledBinder(ckpt, dir, c.quant, w.owned_, w.n_params, w.n_bytes), c_(c) {}
 
   // I64 [vocab, top_k] expert ids, each < n_experts.
   std::vector<int32_t> tid2eid(const std::string& name) {
@@ -206,53 +113,8 @@ class V4WeightBinder {
     return B;
   }
 
-  void fail(const std::string& message) {
-    if (status_.ok()) status_ = Status::Error(message);
-  }
-
  private:
-  const TensorView* find(const std::string& name) {
-    if (!status_.ok()) return nullptr;
-    const TensorView* t = ckpt_.find(name);
-    if (!t) fail(dir_ + ": tensor '" + name + "' is missing from the checkpoint");
-    return t;
-  }
-
-  bool shape_is(const TensorView& t, const std::vector<int64_t>& shape) {
-    if (t.shape == shape) return true;
-    TensorView want;
-    want.shape = shape;
-    fail(*t.file + ": tensor '" + t.name + "' (" + std::string(dtype_name(t.dtype)) + ") has shape " + t.shape_str() +
-         ", expected " + want.shape_str() + " from config.json");
-    return false;
-  }
-
-  const TensorView* scale(const std::string& prefix, const std::vector<int64_t>& shape) {
-    const TensorView* s = find(prefix + ".scale");
-    if (!s || !shape_is(*s, shape)) return nullptr;
-    if (s->dtype != DType::F8_E8M0) {
-      fail(*s->file + ": tensor '" + s->name + "' must be F8_E8M0, is " + std::string(dtype_name(s->dtype)));
-      return nullptr;
-    }
-    return s;
-  }
-
-  const void* aligned(const TensorView& t) {
-    if (reinterpret_cast<uintptr_t>(t.data) % dtype_size(t.dtype) == 0) return t.data;
-    auto& copy = w_.owned_.emplace_back(t.data, t.data + t.n_bytes);
-    return copy.data();
-  }
-
-  void count(const TensorView& t, size_t params_per_element) {
-    w_.n_params += size_t(t.numel()) * params_per_element;
-    w_.n_bytes += t.n_bytes;
-  }
-
-  const Checkpoint& ckpt_;
   const DeepseekV4Config& c_;
-  const std::string& dir_;
-  DeepseekV4Weights& w_;
-  Status status_;
 };
 
 Result<std::unique_ptr<DeepseekV4Weights>> DeepseekV4Weights::Bind(const Checkpoint& ckpt, const DeepseekV4Config& c,

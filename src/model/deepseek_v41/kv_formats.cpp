@@ -1,0 +1,120 @@
+#include "model/deepseek_v41/kv_formats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/check.h"
+#include "core/dtype.h"
+
+namespace deepinfer {
+namespace {
+
+constexpr float kE2M1[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+
+// Nearest e2m1 code of v (|v| <= 6), ties to the even code; bit 3 is the sign.
+uint8_t e2m1_code(float v) {
+  const float a = std::fabs(v);
+  int best = 0;
+  for (int c = 1; c < 8; ++c) {
+    const float d = std::fabs(kE2M1[c] - a), db = std::fabs(kE2M1[best] - a);
+    if (d < db || (d == db && c % 2 == 0)) best = c;
+  }
+  return uint8_t(best | (std::signbit(v) && best != 0 ? 8 : 0));
+}
+
+float e2m1_value(uint8_t code) { return (code & 8) ? -kE2M1[code & 7] : kE2M1[code & 7]; }
+
+// Exponent k with 2^k = 2^ceil(log2(t)), t > 0 finite.
+int ceil_log2(float t) {
+  int e;
+  const float m = std::frexp(t, &e);  // t = m 2^e, m in [0.5, 1)
+  return m == 0.5f ? e - 1 : e;
+}
+
+float amax_of(const float* x, int n) {
+  float a = 0;
+  for (int i = 0; i < n; ++i) a = std::max(a, std::fabs(x[i]));
+  return a;
+}
+
+// One block: scale and codes (e4m3 or e2m1), as the format's reference function.
+float block_scale(V41KvFormat f, const float* x, int n) {
+  const float amax = amax_of(x, n);
+  switch (f) {
+    case V41KvFormat::kFp8Block32: return std::ldexp(1.0f, ceil_log2(std::max(amax, 1e-4f) * (1.0f / 448.0f)));
+    case V41KvFormat::kFp4E4m3Block16: return fp8_e4m3_to_f32(f32_to_fp8_e4m3(std::max(amax, 6.0f * 0x1p-9f) / 6.0f));
+    case V41KvFormat::kFp4Ue8m0Block32:
+      return std::ldexp(1.0f, ceil_log2(std::max(amax, 6.0f * 0x1p-126f) * (1.0f / 6.0f)));
+    default: DI_CHECK(false); return 1;
+  }
+}
+
+uint8_t ue8m0_byte(float s) {  // s a power of two
+  int e;
+  std::frexp(s, &e);
+  return uint8_t(e - 1 + 127);
+}
+
+}  // namespace
+
+size_t v41_kv_bytes(V41KvFormat f, int n) {
+  switch (f) {
+    case V41KvFormat::kF32: return size_t(n) * 4;
+    case V41KvFormat::kFp8Block32: return size_t(n) + size_t(n / 32);
+    case V41KvFormat::kFp4E4m3Block16: return size_t(n / 2) + size_t(n / 16);
+    case V41KvFormat::kFp4Ue8m0Block32: return size_t(n / 2) + size_t(n / 32);
+  }
+  return 0;
+}
+
+void v41_kv_store(V41KvFormat f, const float* x, int n, uint8_t* dst) {
+  if (f == V41KvFormat::kF32) {
+    std::memcpy(dst, x, size_t(n) * 4);
+    return;
+  }
+  const int B = kV41KvBlock[int(f)];
+  DI_CHECK(n % B == 0);
+  const size_t value_bytes = f == V41KvFormat::kFp8Block32 ? size_t(n) : size_t(n / 2);
+  uint8_t* scales = dst + value_bytes;
+  if (f != V41KvFormat::kFp8Block32) std::memset(dst, 0, value_bytes);
+  for (int b = 0; b < n / B; ++b) {
+    const float* xb = x + b * B;
+    const float s = block_scale(f, xb, B);
+    if (f == V41KvFormat::kFp8Block32) {
+      for (int i = 0; i < B; ++i) dst[b * B + i] = f32_to_fp8_e4m3(std::clamp(xb[i] / s, -448.0f, 448.0f));
+      scales[b] = ue8m0_byte(s);
+    } else {
+      for (int i = 0; i < B; ++i) {
+        const int j = b * B + i;
+        dst[j / 2] |= uint8_t(e2m1_code(std::clamp(xb[i] / s, -6.0f, 6.0f)) << (j % 2 ? 4 : 0));
+      }
+      scales[b] = f == V41KvFormat::kFp4E4m3Block16 ? f32_to_fp8_e4m3(s) : ue8m0_byte(s);
+    }
+  }
+}
+
+void v41_kv_load(V41KvFormat f, const uint8_t* src, int n, float* x) {
+  if (f == V41KvFormat::kF32) {
+    std::memcpy(x, src, size_t(n) * 4);
+    return;
+  }
+  const int B = kV41KvBlock[int(f)];
+  const uint8_t* scales = src + (f == V41KvFormat::kFp8Block32 ? size_t(n) : size_t(n / 2));
+  for (int j = 0; j < n; ++j) {
+    const uint8_t sb = scales[j / B];
+    const float s = f == V41KvFormat::kFp4E4m3Block16 ? fp8_e4m3_to_f32(sb) : ue8m0_to_f32(sb);
+    const float v = f == V41KvFormat::kFp8Block32 ? fp8_e4m3_to_f32(src[j]) : e2m1_value(uint8_t((src[j / 2] >> (j % 2 ? 4 : 0)) & 15));
+    x[j] = v * s;
+  }
+}
+
+void v41_fake_quant(V41KvFormat f, float* x, int n) {
+  if (f == V41KvFormat::kF32) return;
+  uint8_t buf[4096];
+  DI_CHECK(v41_kv_bytes(f, n) <= sizeof buf);
+  v41_kv_store(f, x, n, buf);
+  v41_kv_load(f, buf, n, x);
+}
+
+}  // namespace deepinfer
