@@ -5,6 +5,9 @@
 // the QAT fake-quant skipped by shape; tiny-v41-qat: with it). Also the KV arithmetic at the
 // published V4.1-Flash shapes (890 bytes per token, fixtures README) and chunked prefill.
 #include <cmath>
+#include <filesystem>
+#include <functional>
+#include <iterator>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -15,6 +18,7 @@
 
 #include "model/deepseek_v41/kv_formats.h"
 #include "model/deepseek_v41/model.h"
+#include "safetensors_writer.h"
 
 namespace deepinfer {
 namespace {
@@ -164,6 +168,66 @@ TEST(DeepseekV41Model, ChunkedPrefillIsBitwiseTheSame) {
   const std::vector<float> whole = run(*m, ids, DType::F32, 16, 1 << 20);
   for (int chunk : {1, 3, 5, 16})
     EXPECT_EQ(run(*m, ids, DType::F32, 16, chunk), whole) << "chunk " << chunk;
+}
+
+// tiny-v41 copied to a temporary folder with its safetensors header and data edited by `edit`
+// (offsets are relative to the data, so the header may grow; tensors may be appended).
+Result<std::unique_ptr<DeepseekV41Model>> load_edited(const std::function<void(nlohmann::json&, std::string&)>& edit,
+                                                      testing::TempDir& tmp) {
+  for (const char* f : {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"})
+    std::filesystem::copy_file(dir("tiny-v41") + "/" + f, tmp.path() / f);
+  std::ifstream in(dir("tiny-v41") + "/model.safetensors", std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= uint64_t(uint8_t(bytes[size_t(i)])) << (8 * i);
+  nlohmann::json header = nlohmann::json::parse(bytes.substr(8, n));
+  std::string data = bytes.substr(8 + n);
+  edit(header, data);
+  testing::write_file(tmp.path() / "model.safetensors", testing::safetensors_image(header.dump(), data));
+  return DeepseekV41Model::Load(tmp.path().string(), {}, cpu_backend());
+}
+
+TEST(DeepseekV41Weights, MalformedTensorsAreNamedWithTheirFile) {
+  testing::TempDir tmp("v41-shape");
+  auto m = load_edited([](nlohmann::json& h, std::string&) { h["layers.0.attn.wkv.weight"]["shape"] = {64, 40}; }, tmp);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("model.safetensors: tensor 'layers.0.attn.wkv.weight' (BF16) has shape [64, 40], "
+                                      "expected [40, 64]"),
+            std::string::npos)
+      << m.status().message();
+  testing::TempDir tmp2("v41-missing");
+  m = load_edited([](nlohmann::json& h, std::string&) { h.erase("layers.6.attn.indexer.wk.weight"); }, tmp2);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("tensor 'layers.6.attn.indexer.wk.weight' is missing"), std::string::npos)
+      << m.status().message();
+  testing::TempDir tmp3("v41-dtype");
+  m = load_edited([](nlohmann::json& h, std::string&) {
+    h["layers.4.engram.embed.scale"]["dtype"] = "I8";
+    h["layers.4.engram.embed.scale"]["shape"] = {462, 2};
+  }, tmp3);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("tensor 'layers.4.engram.embed.scale' must be F8_E8M0, F32 or BF16, is I8"),
+            std::string::npos)
+      << m.status().message();
+}
+
+// Vision-tower tensors are recognized and set aside with the
+// DSpark blocks; the model stays text-only and unchanged.
+TEST(DeepseekV41Weights, VisionAndDsparkTensorsAreSetAside) {
+  testing::TempDir tmp("v41-vision");
+  auto m = load_edited([](nlohmann::json& h, std::string& data) {
+    for (const char* name : {"vision.blocks.0.attn.qkv.weight", "aligner.proj.weight", "image_newline"}) {
+      h[name] = {{"dtype", "F32"}, {"shape", {4}}, {"data_offsets", {data.size(), data.size() + 16}}};
+      data.append(16, '\0');
+    }
+  }, tmp);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_NE((*m)->load_note().find("text-only"), std::string::npos);
+  EXPECT_NE((*m)->load_note().find("vision tower"), std::string::npos);
+  auto plain = load("tiny-v41");
+  ASSERT_TRUE(plain);
+  std::vector<int32_t> ids = {776, 12, 11, 13, 5};
+  EXPECT_EQ(run(**m, ids, DType::F32, 16, 8), run(*plain, ids, DType::F32, 16, 8));
 }
 
 // Published formats at V4.1-Flash shapes: window 528 B per token and layer, compressed entry
