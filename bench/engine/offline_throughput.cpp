@@ -61,7 +61,7 @@ int run(const BenchOptions& o) {
     std::fprintf(stderr, "error: %s\n", model.status().message().c_str());
     return 1;
   }
-  std::fprintf(stderr, "%s (loaded in %.1f s)\n", describe_causal_lm(**model).c_str(),
+  std::fprintf(stderr, "%s (loaded in %.1f s)\n", describe_causal_lm(**model, EngineOptions{}.block_size).c_str(),
                std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count());
   const int vocab = (*model)->info().vocab_size;
 
@@ -117,11 +117,11 @@ int run(const BenchOptions& o) {
                           {"mean_step_ms", 1e3 * seconds / double(st.n_steps)},
                           {"preemptions", st.n_preemptions},
                           {"kv_bytes_per_token", kv.bytes_per_token()},
-                          {"kv_bytes_per_token_layer", kv.bytes_per_token_layer}};
+                          {"kv_bytes_per_sequence_window", kv.bytes_per_sequence_window()}};
       std::printf("%s\n", j.dump().c_str());
     } else {
       std::printf("N=%-4d kv %-4s %8.1f s (cpu %.1f s, load %.1f)  output %8.1f tok/s  total %9.1f tok/s  "
-                  "%4llu steps (%.0f ms)  KV %zu B/token\n",
+                  "%4llu steps (%.0f ms)  KV %.1f B/token\n",
                   n, std::string(kv_cache_dtype_name(kv.dtype)).c_str(), seconds, cpu_seconds, load_average(), out_tps,
                   total_tps, (unsigned long long)st.n_steps, 1e3 * seconds / double(st.n_steps), kv.bytes_per_token());
     }

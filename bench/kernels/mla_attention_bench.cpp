@@ -25,7 +25,7 @@ void BM_MlaDecode(benchmark::State& state) {
   ForwardBatch batch;
   for (int s = 0; s < n_seqs; ++s) {
     for (int b = 0; b < per_seq; ++b) tables[size_t(s)].push_back(b * n_seqs + s);
-    batch.seqs.push_back({int32_t(s), 1, int32_t(ctx), tables[size_t(s)].data()});
+    batch.seqs.push_back({int32_t(s), 1, int32_t(ctx), {tables[size_t(s)].data()}});
     batch.token_ids.push_back(0);
     batch.positions.push_back(ctx - 1);
   }

@@ -8,12 +8,13 @@
 // The batch-1 roofline columns divide the bytes a decoded token must read (active weights and
 // its KV) by the step's wall time, and by the CPU time of all its threads: on a shared machine
 // the latter, run on one thread, compares with read_bandwidth_bench on one thread.
-// Any architecture load_causal_lm reads runs (DeepSeek-V2/V3, and V4 through its per-token
-// paged cache); the roofline columns need the V3 weight walk and are left empty for V4.
+// Any architecture load_causal_lm reads runs, with the cache kinds it names (CausalLM::kv_kinds);
+// the roofline columns need the V3 weight walk and are left empty for V4.
 #include <omp.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -60,25 +61,38 @@ size_t active_weight_bytes(const DeepseekModel& m) {
   return total;
 }
 
-// A paged cache for n_seqs sequences of up to max_len tokens, distinct blocks per sequence.
+// A paged cache of the model's kinds for n_seqs sequences whose steps start at position `first`
+// and reach max_len tokens: distinct blocks per sequence; a lookback kind gets only the blocks
+// such a step reads (its earlier table entries are -1, as the engine leaves them).
 struct BenchCache {
+  static constexpr int kBlock = 64;
   KvCacheView view;
-  std::vector<std::vector<uint8_t>> storage;
-  std::vector<std::vector<int32_t>> tables;
-  BenchCache(const CausalLMInfo& info, DType dtype, int n_seqs, int max_len) {
-    view.layout = {dtype, info.kv_lora_rank, info.qk_rope_head_dim};
-    view.block_size = 64;
-    const int per_seq = (max_len + view.block_size - 1) / view.block_size;
-    view.num_blocks = per_seq * n_seqs;
-    const size_t bytes = size_t(view.num_blocks) * view.block_size * view.layout.bytes_per_token();
-    for (int l = 0; l < info.n_layers; ++l) {
-      storage.emplace_back(bytes);
-      std::memset(storage.back().data(), 0x11, bytes);  // small finite bf16, fp8 and f32 values
-      view.layer_base.push_back(storage.back().data());
+  std::vector<std::vector<uint8_t>> storage;             // [kind * slab]
+  std::vector<std::vector<std::vector<int32_t>>> tables;  // [kind][seq]
+  BenchCache(const std::vector<KvKindSpec>& kinds, DType dtype, int n_seqs, int first, int max_len) {
+    view.dtype = dtype;
+    view.block_size = kBlock;
+    const int n_table = (max_len + kBlock - 1) / kBlock;
+    tables.resize(kinds.size());
+    for (size_t k = 0; k < kinds.size(); ++k) {
+      const int live = kinds[k].lookback > 0 ? std::max(0, first - kinds[k].lookback) / kBlock : 0;
+      const int per_seq = n_table - live;
+      KvKindView kv{per_seq * n_seqs, kinds[k].bytes_per_block, {}};
+      for (int sl = 0; sl < kinds[k].n_slabs; ++sl) {
+        storage.emplace_back(size_t(kv.n_blocks) * kv.bytes_per_block);
+        std::memset(storage.back().data(), 0x11, storage.back().size());  // small finite bf16, fp8 and f32 values
+        kv.slab_base.push_back(storage.back().data());
+      }
+      view.kinds.push_back(std::move(kv));
+      tables[k].assign(size_t(n_seqs), std::vector<int32_t>(size_t(live), -1));
+      for (int b = 0; b < per_seq; ++b)
+        for (int sq = 0; sq < n_seqs; ++sq) tables[k][size_t(sq)].push_back(b * n_seqs + sq);
     }
-    tables.resize(size_t(n_seqs));
-    for (int b = 0; b < per_seq; ++b)
-      for (int s = 0; s < n_seqs; ++s) tables[size_t(s)].push_back(b * n_seqs + s);
+  }
+  BatchSequence sequence(int s, int32_t row_begin, int32_t n_new, int32_t n_ctx) const {
+    BatchSequence bs{row_begin, n_new, n_ctx, {}};
+    for (size_t k = 0; k < tables.size(); ++k) bs.block_tables[k] = tables[k][size_t(s)].data();
+    return bs;
   }
 };
 
@@ -121,13 +135,21 @@ int run(const Options& o) {
   const CausalLMInfo& info = m.info();
   const auto* v3 = dynamic_cast<const DeepseekModel*>(&m);
   const DType kv_dtype = o.kv == "fp8" ? DType::F8_E4M3 : o.kv == "f32" ? DType::F32 : DType::BF16;
-  const MlaCacheLayout layout{kv_dtype, info.kv_lora_rank, info.qk_rope_head_dim};
+  auto kinds_or = m.kv_kinds(kv_dtype, BenchCache::kBlock);
+  if (!kinds_or.ok()) {
+    std::fprintf(stderr, "error: %s\n", kinds_or.status().message().c_str());
+    return 1;
+  }
+  const std::vector<KvKindSpec> kinds = *kinds_or;
+  const double kv_per_token = kv_bytes_per_token(kinds, BenchCache::kBlock);
+  const size_t kv_per_seq = kv_bytes_per_sequence_window(kinds, BenchCache::kBlock);
   const size_t w_active = v3 ? active_weight_bytes(*v3) : 0;
-  std::printf("load: %s\n", describe_causal_lm(m).c_str());
+  std::printf("load: %s\n", describe_causal_lm(m, BenchCache::kBlock).c_str());
   std::printf("model %s: %.2f GB of weights, %.3f GB read per token at batch 1 (active weights), "
-              "KV %s %zu B/token/layer, %s activations, isa %s, threads %d\n\n",
+              "KV %s %.1f B/token + %zu B/sequence, %s activations, isa %s, threads %d\n\n",
               o.model_dir.c_str(), double(info.n_weight_bytes) / 1e9, double(w_active) / 1e9, o.kv.c_str(),
-              layout.bytes_per_token(), o.activations.c_str(), std::string(cpu::isa_name(cpu::active_isa())).c_str(), omp_get_max_threads());
+              kv_per_token, kv_per_seq, o.activations.c_str(), std::string(cpu::isa_name(cpu::active_isa())).c_str(),
+              omp_get_max_threads());
   std::mt19937 rng(7);
   auto random_token = [&] { return int32_t(rng() % uint32_t(info.vocab_size - 2) + 2); };
 
@@ -137,19 +159,19 @@ int run(const Options& o) {
   for (int ctx : o.contexts)
     for (int batch : o.batches) {
       const int max_len = ctx + o.steps + 1;
-      const double kv_gib = double(batch) * max_len * double(layout.bytes_per_token()) * info.n_layers / double(1 << 30);
+      const double kv_gib = double(batch) * (max_len * kv_per_token + double(kv_per_seq)) / double(1 << 30);
       if (kv_gib > o.max_kv_gib) {
         std::printf("| %d | %d | skipped: KV %.1f GiB > --max-kv-gib | | | | |\n", ctx, batch, kv_gib);
         continue;
       }
       const size_t rss0 = resident_bytes();
-      BenchCache cache(info, kv_dtype, batch, max_len);
+      BenchCache cache(kinds, kv_dtype, batch, ctx, max_len);
       {
         const size_t grown = resident_bytes() - rss0;
-        const int slots = cache.view.num_blocks * cache.view.block_size;
+        const double tokens = double(batch) * max_len;
         char buf[256];
-        std::snprintf(buf, sizeof buf, "| %d | %d | %d | %zu | %.1f | %zu |", ctx, batch, slots, grown,
-                      double(grown) / slots, layout.bytes_per_token() * size_t(info.n_layers));
+        std::snprintf(buf, sizeof buf, "| %d | %d | %.0f | %zu | %.1f | %.1f |", ctx, batch, tokens, grown,
+                      double(grown) / tokens, kv_per_token + double(kv_per_seq) / max_len);
         kv_rows.push_back(buf);
       }
       std::vector<float> logits(size_t(batch) * size_t(info.vocab_size));
@@ -159,7 +181,7 @@ int run(const Options& o) {
         for (int s = 0; s < batch; ++s) {
           b.token_ids.push_back(random_token());
           b.positions.push_back(ctx + step);
-          b.seqs.push_back({int32_t(s), 1, int32_t(ctx + step + 1), cache.tables[size_t(s)].data()});
+          b.seqs.push_back(cache.sequence(s, int32_t(s), 1, int32_t(ctx + step + 1)));
           b.logit_rows.push_back(s);
         }
         const auto t0 = Clock::now();
@@ -173,7 +195,7 @@ int run(const Options& o) {
       const double step_s = timed / o.steps, step_cpu = cpu / o.steps;
       std::string roofline = " | ";
       if (batch == 1 && v3) {
-        const double bytes = double(w_active) + double(ctx) * double(layout.bytes_per_token()) * info.n_layers;
+        const double bytes = double(w_active) + double(ctx) * kv_per_token;
         char buf[96];
         std::snprintf(buf, sizeof buf, "%.1f | %.1f", bytes / step_s / 1e9, bytes / step_cpu / 1e9);
         roofline = buf;
@@ -186,13 +208,13 @@ int run(const Options& o) {
   std::printf("\n| prompt tokens | prefill s (= time to first token) | prefill tok/s | CPU s |\n|---|---|---|---|\n");
   for (int n : o.prompts) {
     if (n <= 0) continue;
-    BenchCache cache(info, kv_dtype, 1, n + 1);
+    BenchCache cache(kinds, kv_dtype, 1, 0, n + 1);
     ForwardBatch b;
     for (int i = 0; i < n; ++i) {
       b.token_ids.push_back(random_token());
       b.positions.push_back(i);
     }
-    b.seqs.push_back({0, int32_t(n), int32_t(n), cache.tables[0].data()});
+    b.seqs.push_back(cache.sequence(0, 0, int32_t(n), int32_t(n)));
     b.logit_rows.push_back(n - 1);
     std::vector<float> logits(size_t(info.vocab_size));
     const auto t0 = Clock::now();
@@ -203,8 +225,8 @@ int run(const Options& o) {
     std::fflush(stdout);
   }
   if (!kv_rows.empty()) {
-    std::printf("\n| context | batch | cache slots (64-token blocks, all sequences) | resident cache bytes (RSS growth) | "
-                "resident bytes per slot | arithmetic: bytes_per_token x layers |\n|---|---|---|---|---|---|\n");
+    std::printf("\n| context | batch | tokens cached (all sequences) | resident cache bytes (RSS growth) | "
+                "resident bytes per token | arithmetic: per token + per sequence / tokens |\n|---|---|---|---|---|---|\n");
     for (const std::string& r : kv_rows) std::printf("%s\n", r.c_str());
   }
   rusage ru{};

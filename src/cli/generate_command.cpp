@@ -93,7 +93,7 @@ int run_generate(GenerateFlags& f) {
 
   auto model = load_causal_lm(f.model_dir, f.engine.model);
   if (!model.ok()) return fail(model.status().message());
-  std::fprintf(stderr, "%s\n", describe_causal_lm(**model).c_str());
+  std::fprintf(stderr, "%s\n", describe_causal_lm(**model, f.engine.options.block_size).c_str());
   auto engine = Engine::create(std::move(model).value(), f.engine.options);
   if (!engine.ok()) return fail(engine.status().message());
 

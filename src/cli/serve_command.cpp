@@ -88,7 +88,7 @@ int run_serve(ServeFlags& f) {
     std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(delay)));
   auto model = load_causal_lm(f.model_dir, f.engine.model);
   if (!model.ok()) return fail(model.status().message());
-  std::fprintf(stderr, "deepinfer: %s\n", describe_causal_lm(**model).c_str());
+  std::fprintf(stderr, "deepinfer: %s\n", describe_causal_lm(**model, f.engine.options.block_size).c_str());
   auto tokenizer = Tokenizer::Load(f.model_dir);
   if (!tokenizer.ok()) return fail(tokenizer.status().message());
   std::optional<chat::ChatTemplate> chat_template;

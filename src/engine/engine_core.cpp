@@ -3,7 +3,6 @@
 #include <algorithm>
 
 #include "core/check.h"
-#include "engine/latent_kind.h"
 #include "engine/ngram_drafter.h"
 
 namespace deepinfer {
@@ -19,9 +18,9 @@ uint64_t splitmix64(uint64_t x) {
 
 bool contains(const std::vector<int32_t>& ids, int32_t id) { return std::find(ids.begin(), ids.end(), id) != ids.end(); }
 
-std::vector<std::unique_ptr<KvKind>> latent_kinds(int block_size) {
-  std::vector<std::unique_ptr<KvKind>> kinds;
-  kinds.push_back(std::make_unique<LatentKind>(block_size));
+std::vector<KvKindBlocks> kind_blocks(const KvCacheInfo& info) {
+  std::vector<KvKindBlocks> kinds;
+  for (const KvKindInfo& k : info.kinds) kinds.push_back({k.spec.lookback, k.n_blocks});
   return kinds;
 }
 
@@ -30,9 +29,11 @@ std::vector<std::unique_ptr<KvKind>> latent_kinds(int block_size) {
 Result<std::unique_ptr<EngineCore>> EngineCore::create(CausalLM& model, const EngineOptions& options) {
   DI_RETURN_IF_ERROR(options.validate());
   DI_ASSIGN_OR_RETURN(const size_t budget, options.kv_cache_budget());
-  const CausalLMInfo& info = model.info();
-  const MlaCacheLayout layout{options.kv_cache_dtype, info.kv_lora_rank, info.qk_rope_head_dim};
-  DI_ASSIGN_OR_RETURN(auto cache, KvCache::create(layout, info.n_layers, options.block_size, budget));
+  DI_ASSIGN_OR_RETURN(const std::vector<KvKindSpec> kinds, model.kv_kinds(options.kv_cache_dtype, options.block_size));
+  DI_ASSIGN_OR_RETURN(const std::vector<int> n_blocks,
+                      kv_blocks_for_budget(kinds, options.block_size, budget, options.max_num_seqs,
+                                           options.max_num_batched_tokens));
+  DI_ASSIGN_OR_RETURN(auto cache, KvCache::create(kinds, n_blocks, options.kv_cache_dtype, options.block_size));
   return std::unique_ptr<EngineCore>(new EngineCore(model, options, std::move(cache)));
 }
 
@@ -40,7 +41,7 @@ EngineCore::EngineCore(CausalLM& model, const EngineOptions& options, std::uniqu
     : model_(model),
       options_(options),
       cache_(std::move(cache)),
-      kv_(cache_->info().n_blocks, options.block_size, latent_kinds(options.block_size), options.enable_prefix_caching),
+      kv_(options.block_size, kind_blocks(cache_->info()), options.enable_prefix_caching),
       scheduler_({options.max_num_batched_tokens, options.max_num_seqs}, kv_),
       runner_(model, *cache_),
       sampler_(model.info().vocab_size),
@@ -91,7 +92,7 @@ void EngineCore::add(uint64_t request_id, Request request, std::shared_ptr<Outpu
   r.timing.arrival = arrival;
   r.stream = std::move(stream);
   auto seq = std::make_unique<Sequence>(next_seq_id_++, request_id, 0, request.priority, request_id,
-                                        request.prompt_token_ids, 1, p.n - 1);
+                                        request.prompt_token_ids, kv_.n_kinds(), p.n - 1);
   r.request = std::move(request);
   r.live.push_back(&scheduler_.add(std::move(seq)));
   DI_CHECK(requests_.emplace(request_id, std::move(r)).second);
@@ -283,8 +284,10 @@ EngineStats EngineCore::stats() const {
   EngineStats s;
   s.n_waiting = scheduler_.n_waiting();
   s.n_running = scheduler_.n_running();
-  s.n_kv_blocks = kv_.pool().n_blocks();
-  s.n_kv_blocks_free = kv_.pool().n_free();
+  for (int k = 0; k < kv_.n_kinds(); ++k) {
+    s.n_kv_blocks += kv_.pool(k).n_blocks();
+    s.n_kv_blocks_free += kv_.pool(k).n_free();
+  }
   s.kv_usage = kv_.usage();
   s.n_prefix_query_tokens = kv_.prefix_stats().n_query_tokens;
   s.n_prefix_hit_tokens = kv_.prefix_stats().n_hit_tokens;

@@ -1,24 +1,40 @@
 #include "engine/kv_cache_manager.h"
 
 #include <algorithm>
+#include <climits>
 
 #include "core/check.h"
+#include "model/forward_batch.h"
 
 namespace deepinfer {
 
-KvCacheManager::KvCacheManager(int n_blocks, int block_size, std::vector<std::unique_ptr<KvKind>> kinds,
-                               bool enable_prefix_caching)
-    : block_size_(block_size), kinds_(std::move(kinds)), prefix_caching_(enable_prefix_caching), pool_(n_blocks) {
-  DI_CHECK(block_size > 0 && !kinds_.empty());
+KvCacheManager::KvCacheManager(int block_size, const std::vector<KvKindBlocks>& kinds, bool enable_prefix_caching)
+    : block_size_(block_size), prefix_caching_(enable_prefix_caching) {
+  DI_CHECK(block_size > 0 && !kinds.empty() && kinds.size() <= size_t(kMaxKvKinds));
+  for (const KvKindBlocks& k : kinds) {
+    kinds_.emplace_back(block_size, k.lookback);
+    pools_.emplace_back(k.n_blocks);
+  }
+}
+
+double KvCacheManager::usage() const {
+  double u = 0;
+  for (const BlockPool& p : pools_) u = std::max(u, 1.0 - double(p.n_free()) / p.n_blocks());
+  return u;
 }
 
 int KvCacheManager::max_tokens_per_sequence() const {
   auto fits = [&](int n_tokens) {
-    int n = 0;
-    for (const auto& kind : kinds_) n += kind->n_blocks(n_tokens);
-    return n <= pool_.n_blocks();
+    for (size_t k = 0; k < kinds_.size(); ++k) {
+      if (kinds_[k].n_blocks_resident(n_tokens) > pools_[k].n_blocks()) return false;
+    }
+    return true;
   };
-  int lo = 0, hi = pool_.n_blocks() * block_size_;  // fits(lo); the answer is in [lo, hi]
+  int hi = INT32_MAX / 2;  // lookback kinds alone bound nothing
+  for (size_t k = 0; k < kinds_.size(); ++k) {
+    if (kinds_[k].lookback() == 0) hi = std::min(hi, pools_[k].n_blocks() * block_size_);
+  }
+  int lo = 0;  // fits(lo); the answer is in [lo, hi]
   while (lo < hi) {
     const int mid = lo + (hi - lo + 1) / 2;
     if (fits(mid)) {
@@ -47,7 +63,7 @@ int KvCacheManager::n_prefix_hit_tokens(Sequence& seq) {
   for (int prev = -1; prev != h;) {
     prev = h;
     for (uint32_t k = 0; k < kinds_.size(); ++k) {
-      h = kinds_[k]->n_blocks_hit(h, [&](int i) { return pool_.find({hashes[size_t(i)], k}).has_value(); });
+      h = kinds_[k].n_blocks_hit(h, [&](int i) { return pools_[k].find({hashes[size_t(i)], k}).has_value(); });
     }
   }
   return h * block_size_;
@@ -57,25 +73,25 @@ bool KvCacheManager::admit(Sequence& seq, int n_hit, int n_new) {
   DI_CHECK(n_hit % block_size_ == 0 && n_new > 0 && n_hit + n_new <= seq.n_tokens());
   const int n_hit_blocks = n_hit / block_size_;
   std::vector<std::vector<int32_t>> hits(kinds_.size());
-  int n_need = 0, n_revived = 0;
   for (uint32_t k = 0; k < kinds_.size(); ++k) {
     DI_CHECK(seq.block_tables()[k].empty());
-    for (int i = 0; i < n_hit_blocks; ++i) {
-      const auto b = pool_.find({seq.block_hashes()[size_t(i)], k});
+    int n_revived = 0;
+    for (int i = kinds_[k].first_live_block(n_hit); i < n_hit_blocks; ++i) {
+      const auto b = pools_[k].find({seq.block_hashes()[size_t(i)], k});
       DI_CHECK(b.has_value());
-      if (pool_.ref_count(*b) == 0) ++n_revived;
+      if (pools_[k].ref_count(*b) == 0) ++n_revived;
       hits[k].push_back(*b);
     }
-    n_need += kinds_[k]->n_blocks(n_hit + n_new) - n_hit_blocks;
+    if (kinds_[k].n_blocks(n_hit + n_new) - n_hit_blocks > pools_[k].n_free() - n_revived) return false;
   }
-  if (n_need > pool_.n_free() - n_revived) return false;
-  for (size_t k = 0; k < kinds_.size(); ++k) {
+  for (uint32_t k = 0; k < kinds_.size(); ++k) {
     auto& table = seq.block_tables()[k];
+    table.assign(size_t(n_hit_blocks) - hits[k].size(), -1);
     for (int32_t b : hits[k]) {
-      pool_.ref(b);
+      pools_[k].ref(b);
       table.push_back(b);
     }
-    stats_.n_evicted_blocks += pool_.allocate(kinds_[k]->n_blocks(n_hit + n_new) - n_hit_blocks, table);
+    stats_.n_evicted_blocks += pools_[k].allocate(kinds_[k].n_blocks(n_hit + n_new) - n_hit_blocks, table);
   }
   seq.n_blocks_filed = n_hit_blocks;
   seq.set_n_computed(n_hit);
@@ -84,31 +100,42 @@ bool KvCacheManager::admit(Sequence& seq, int n_hit, int n_new) {
   return true;
 }
 
+void KvCacheManager::release_dead_blocks(Sequence& seq) {
+  for (size_t k = 0; k < kinds_.size(); ++k) {
+    auto& table = seq.block_tables()[k];
+    const size_t live = std::min(table.size(), size_t(kinds_[k].first_live_block(seq.n_computed())));
+    for (size_t i = live; i-- > 0 && table[i] >= 0;) {  // released blocks precede the live ones
+      pools_[k].unref(table[i]);
+      table[i] = -1;
+    }
+  }
+}
+
 bool KvCacheManager::allocate(Sequence& seq, int n_new, std::vector<BlockCopy>& copies) {
   const int target = seq.n_computed() + n_new;
   DI_CHECK(n_new > 0 && target <= seq.n_tokens());
+  release_dead_blocks(seq);
   // The block the first new token goes to; shared only if partially filled (a fork's tail).
   const size_t write_block = size_t(seq.n_computed() / block_size_);
   const bool partial = seq.n_computed() % block_size_ != 0;
-  auto shared = [&](const std::vector<int32_t>& table) {
-    return partial && write_block < table.size() && pool_.ref_count(table[write_block]) > 1;
-  };
-  int n_need = 0;
-  for (size_t k = 0; k < kinds_.size(); ++k) {
+  auto shared = [&](size_t k) {
     const auto& table = seq.block_tables()[k];
-    n_need += std::max(0, kinds_[k]->n_blocks(target) - int(table.size())) + int(shared(table));
+    return partial && write_block < table.size() && pools_[k].ref_count(table[write_block]) > 1;
+  };
+  for (size_t k = 0; k < kinds_.size(); ++k) {
+    const int n_need = std::max(0, kinds_[k].n_blocks(target) - int(seq.block_tables()[k].size())) + int(shared(k));
+    if (n_need > pools_[k].n_free()) return false;
   }
-  if (n_need > pool_.n_free()) return false;
   for (size_t k = 0; k < kinds_.size(); ++k) {
     auto& table = seq.block_tables()[k];
-    if (shared(table)) {
+    if (shared(k)) {
       std::vector<int32_t> fresh;
-      stats_.n_evicted_blocks += pool_.allocate(1, fresh);
-      copies.push_back({table[write_block], fresh[0]});
-      pool_.unref(table[write_block]);
+      stats_.n_evicted_blocks += pools_[k].allocate(1, fresh);
+      copies.push_back({int(k), table[write_block], fresh[0]});
+      pools_[k].unref(table[write_block]);
       table[write_block] = fresh[0];
     }
-    stats_.n_evicted_blocks += pool_.allocate(std::max(0, kinds_[k]->n_blocks(target) - int(table.size())), table);
+    stats_.n_evicted_blocks += pools_[k].allocate(std::max(0, kinds_[k].n_blocks(target) - int(table.size())), table);
   }
   return true;
 }
@@ -119,7 +146,8 @@ void KvCacheManager::file_computed_blocks(Sequence& seq) {
   const int n_full = seq.n_computed() / block_size_;
   for (int i = seq.n_blocks_filed; i < n_full; ++i) {
     for (uint32_t k = 0; k < kinds_.size(); ++k) {
-      pool_.file(seq.block_tables()[k][size_t(i)], {seq.block_hashes()[size_t(i)], k});
+      const int32_t b = seq.block_tables()[k][size_t(i)];
+      if (b >= 0) pools_[k].file(b, {seq.block_hashes()[size_t(i)], k});
     }
   }
   seq.n_blocks_filed = std::max(seq.n_blocks_filed, n_full);
@@ -134,15 +162,20 @@ void KvCacheManager::truncate(Sequence& seq, int n_tokens) {
 
 void KvCacheManager::fork(const Sequence& parent, Sequence& child) {
   child.block_tables() = parent.block_tables();
-  for (const auto& table : child.block_tables()) {
-    for (int32_t b : table) pool_.ref(b);
+  for (size_t k = 0; k < kinds_.size(); ++k) {
+    for (int32_t b : child.block_tables()[k]) {
+      if (b >= 0) pools_[k].ref(b);
+    }
   }
   child.n_blocks_filed = parent.n_blocks_filed;
 }
 
 void KvCacheManager::free(Sequence& seq) {
-  for (auto& table : seq.block_tables()) {
-    for (auto it = table.rbegin(); it != table.rend(); ++it) pool_.unref(*it);
+  for (size_t k = 0; k < kinds_.size(); ++k) {
+    auto& table = seq.block_tables()[k];
+    for (auto it = table.rbegin(); it != table.rend(); ++it) {
+      if (*it >= 0) pools_[k].unref(*it);
+    }
     table.clear();
   }
   seq.n_blocks_filed = 0;

@@ -12,10 +12,13 @@
 // Copy-on-write: forked samples share their parent's blocks, including a partially filled last
 // block. Whoever writes into such a shared block first gets a private copy; the runner copies the
 // memory (BlockCopy) before the step's forward.
+//
+// Kinds (kv_kind.h): each kind has its own pool and index. A kind with a lookback releases a
+// sequence's blocks once no step reads them again (when the sequence next allocates); they stay
+// filed while free, so a later prefix hit can still restore the window before its cut.
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <vector>
 
 #include "engine/block_pool.h"
@@ -26,8 +29,15 @@ namespace deepinfer {
 
 // Before the step's forward, copy every layer's contents of block src into block dst.
 struct BlockCopy {
+  int kind = 0;
   int32_t src = 0;
   int32_t dst = 0;
+};
+
+// One kind as the manager is given it: its lookback and its pool's size.
+struct KvKindBlocks {
+  int lookback = 0;
+  int n_blocks = 0;
 };
 
 struct PrefixCacheStats {
@@ -38,14 +48,14 @@ struct PrefixCacheStats {
 
 class KvCacheManager {
  public:
-  KvCacheManager(int n_blocks, int block_size, std::vector<std::unique_ptr<KvKind>> kinds,
-                 bool enable_prefix_caching);
+  KvCacheManager(int block_size, const std::vector<KvKindBlocks>& kinds, bool enable_prefix_caching);
 
-  const BlockPool& pool() const { return pool_; }
+  int n_kinds() const { return int(kinds_.size()); }
+  const BlockPool& pool(int kind = 0) const { return pools_[size_t(kind)]; }
   const PrefixCacheStats& prefix_stats() const { return stats_; }
-  // Fraction of blocks in use (held by a sequence); free filed blocks count as free.
-  double usage() const { return 1.0 - double(pool_.n_free()) / pool_.n_blocks(); }
-  // The longest sequence the pool can hold at all (every kind's blocks together).
+  // The fullest kind's fraction of blocks in use (held by a sequence); free filed blocks count as free.
+  double usage() const;
+  // The longest sequence the pools can hold at all (each kind's resident blocks in its pool).
   int max_tokens_per_sequence() const;
 
   // Leading tokens of a waiting sequence whose KV the prefix cache holds: whole blocks, fewer
@@ -55,8 +65,9 @@ class KvCacheManager {
   // n_prefix_hit_tokens) and new blocks for n_new more; sets its n_computed to n_hit.
   // False, changing nothing, when the pool lacks blocks.
   bool admit(Sequence& seq, int n_hit, int n_new);
-  // Makes room for n_new more tokens after seq's n_computed, copying on write (see above).
-  // False, changing nothing, when the pool lacks blocks.
+  // Makes room for n_new more tokens after seq's n_computed, copying on write (see above), and
+  // releases the blocks its lookback kinds no longer read. False, allocating nothing, when a
+  // pool lacks blocks.
   bool allocate(Sequence& seq, int n_new, std::vector<BlockCopy>& copies);
   // Files seq's computed full blocks in the prefix index (call after a step computed them).
   void file_computed_blocks(Sequence& seq);
@@ -71,11 +82,13 @@ class KvCacheManager {
 
  private:
   void hash_full_blocks(Sequence& seq) const;
+  // Releases seq's blocks of every lookback kind before its first live block.
+  void release_dead_blocks(Sequence& seq);
 
   int block_size_;
-  std::vector<std::unique_ptr<KvKind>> kinds_;
+  std::vector<KvKind> kinds_;
   bool prefix_caching_;
-  BlockPool pool_;
+  std::vector<BlockPool> pools_;  // [kind]
   PrefixCacheStats stats_;
 };
 

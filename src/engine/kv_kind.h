@@ -1,12 +1,12 @@
 // KvKind: one kind of per-layer state, as the KV cache manager sees it (see DESIGN.md).
 //
-// DeepSeek-V3's MLA latent is the only kind today (LatentKind). DeepSeek-V4 adds a ring of the
-// last W tokens (sliding window), compressed entries (one per r tokens, with indexer keys) and
-// fixed per-request state. Every kind draws whole blocks from the one BlockPool and files its
-// full blocks in the one prefix index under its own kind index, and every sequence keeps one
-// block table per kind. The scheduler sees only token counts and the prefix index only keys, so
-// a new kind is a new subclass (plus its dropping of blocks that left a window, in the manager),
-// not a new scheduler or prefix cache.
+// A model names its kinds (CausalLM::kv_kinds): DeepSeek-V3's MLA latent keeps an entry per
+// token for the life of its sequence; DeepSeek-V4 keeps a window of recent per-token state
+// (sliding-window K=V, compressor inputs) beside compressed entries kept for the whole
+// sequence. The manager only needs to know which of a sequence's blocks a kind still reads:
+// all of them (lookback 0), or those covering the last `lookback` positions before the next
+// new token. Each kind has its own block pool (its blocks have their own size in bytes) and its
+// own part of the prefix index; every sequence keeps one block table per kind.
 //
 // Block i of a table covers tokens [i * block_size, (i + 1) * block_size) of its sequence; the
 // chained hash of those tokens (Sequence::block_hashes) is what block i is filed under.
@@ -18,15 +18,27 @@ namespace deepinfer {
 
 class KvKind {
  public:
-  virtual ~KvKind() = default;
+  KvKind(int block_size, int lookback);
 
-  // Blocks a sequence's table holds once tokens [0, n_tokens) are in the cache.
-  virtual int n_blocks(int n_tokens) const = 0;
+  int lookback() const { return lookback_; }
+
+  // Length of a sequence's table once tokens [0, n_tokens) are in the cache.
+  int n_blocks(int n_tokens) const { return (n_tokens + block_size_ - 1) / block_size_; }
+  // The first block a step still reads when its first new token is at position n_computed;
+  // blocks before it are released (0 for lookback 0).
+  int first_live_block(int n_computed) const;
+  // Blocks held at once by a sequence of n_tokens at its last step (n_tokens - 1 computed): the
+  // most this kind needs for it.
+  int n_blocks_resident(int n_tokens) const;
 
   // The largest h <= max_blocks such that the prefix cache restores this kind's state for the
-  // first h full blocks of a sequence, given `is_filed(i)`: whether block i's key is in the
-  // prefix index. The latent needs all of [0, h); a window would need only the last W tokens.
-  virtual int n_blocks_hit(int max_blocks, const std::function<bool(int)>& is_filed) const = 0;
+  // first h full blocks of a sequence, given `is_filed(i)`: whether block i's key is in this
+  // kind's index. Lookback 0 needs all of [0, h); a lookback kind only [first_live_block(h * block_size), h).
+  int n_blocks_hit(int max_blocks, const std::function<bool(int)>& is_filed) const;
+
+ private:
+  int block_size_;
+  int lookback_;
 };
 
 }  // namespace deepinfer

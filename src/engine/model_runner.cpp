@@ -16,12 +16,13 @@ std::span<const float> ModelRunner::execute(const SchedulerOutput& out) {
     const Sequence& seq = *c.seq;
     const int32_t row_begin = int32_t(batch_.token_ids.size());
     const int begin = seq.n_computed(), end = begin + c.n_new;
-    DI_CHECK(seq.block_tables().size() == 1);  // the MLA latent is the only kind a model has today
     for (int p = begin; p < end; ++p) {
       batch_.token_ids.push_back(seq.tokens()[size_t(p)]);
       batch_.positions.push_back(p);
     }
-    batch_.seqs.push_back({row_begin, c.n_new, end, seq.block_tables()[0].data()});
+    BatchSequence bs{row_begin, c.n_new, end, {}};
+    for (size_t k = 0; k < seq.block_tables().size(); ++k) bs.block_tables[k] = seq.block_tables()[k].data();
+    batch_.seqs.push_back(bs);
     if (c.sample) {
       DI_CHECK(c.n_logit_rows >= 1 && c.n_logit_rows <= c.n_new);
       for (int i = c.n_new - c.n_logit_rows; i < c.n_new; ++i) batch_.logit_rows.push_back(row_begin + i);

@@ -75,6 +75,7 @@ struct MlaKvStoreParams {
   uint8_t* cache = nullptr;       // one layer: [num_blocks, block_size, layout.bytes_per_token()]
   MlaCacheLayout layout;
   int block_size = 0;
+  int kind = 0;                   // which of each sequence's block tables indexes `cache`
 };
 
 // q_latent[r, h, :] = sum_d q_nope[r, h, d] * W[h * (qk_nope + v) + d, :]   (W = kv_b_proj)
@@ -115,6 +116,7 @@ struct MlaAttentionParams {
   const uint8_t* cache = nullptr;   // one layer: [num_blocks, block_size, layout.bytes_per_token()]
   MlaCacheLayout layout;
   int block_size = 0;
+  int kind = 0;                     // which of each sequence's block tables indexes `cache`
   // F32, or BF16 (bf16 cache only): each head's [q_latent | q_pe] is rounded to bf16 and the
   // scores are bf16 dot products with the cached keys as stored (the values stay f32).
   DType score_dtype = DType::F32;

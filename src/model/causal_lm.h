@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/status.h"
 #include "model/forward_batch.h"
 
 namespace deepinfer {
@@ -19,16 +20,13 @@ namespace deepinfer {
 struct CausalLMInfo {
   std::string architecture;          // e.g. "DeepseekV3ForCausalLM"
   int vocab_size = 0;
-  int n_layers = 0;                  // layers that hold KV (MTP layers excluded)
+  int n_layers = 0;                  // decoder layers (MTP layers excluded)
   int max_position_embeddings = 0;
-  int kv_lora_rank = 0;              // MLA latent width cached per token and layer
-  int qk_rope_head_dim = 0;          // roped key part cached per token and layer
   std::vector<int32_t> eos_token_ids;  // from generation_config.json (else config.json)
   int32_t bos_token_id = -1;         // -1: none
   size_t n_params = 0;               // parameters loaded
   size_t n_weight_bytes = 0;         // their bytes in stored precision
   DType activation_dtype = DType::F32;  // ModelOptions::activation_dtype as applied
-  std::string kv_note;               // what the model keeps per token beyond the sizes above, for the load log ("" if nothing)
 };
 
 // How a model is loaded, beyond what its folder says.
@@ -46,9 +44,15 @@ class CausalLM {
   virtual ~CausalLM() = default;
   virtual const CausalLMInfo& info() const = 0;
 
-  // Runs one step. For every row, writes its latent KV into `kv` at its position (through its
-  // sequence's block table), then computes attention over positions [0, position] of that
-  // sequence. Writes logits of batch.logit_rows, in order, to `logits`: [logit_rows.size(), vocab_size].
+  // The kinds of per-layer state the model keeps in the engine's cache, laid out for a cache
+  // dtype (F32, BF16 or F8_E4M3; a model may store some state in its own formats) and a block
+  // size in tokens. An error names what the model cannot hold that way (e.g. a block size its
+  // compression ratios do not divide). forward() then gets a view of exactly these kinds.
+  virtual Result<std::vector<KvKindSpec>> kv_kinds(DType cache_dtype, int block_size) const = 0;
+
+  // Runs one step. For every row, writes its state into `kv` at its position (through its
+  // sequence's block tables), then computes attention over positions [0, position] of that
+  // sequence (what of them the model's attention reads). Writes logits of batch.logit_rows, in order, to `logits`: [logit_rows.size(), vocab_size].
   // Preconditions (checked): block tables cover n_ctx, positions < max_position_embeddings,
   // token ids < vocab_size (callers validate user input before it gets here).
   virtual void forward(const ForwardBatch& batch, const KvCacheView& kv, float* logits) = 0;

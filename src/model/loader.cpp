@@ -8,6 +8,7 @@
 #include "core/mapped_file.h"
 #include "model/deepseek/model.h"
 #include "model/deepseek_v4/model.h"
+#include "model/deepseek_v41/model.h"
 
 namespace deepinfer {
 
@@ -34,24 +35,34 @@ Result<std::unique_ptr<CausalLM>> load_causal_lm(const std::string& model_dir, c
     DI_ASSIGN_OR_RETURN(auto model, DeepseekV4Model::Load(model_dir, options, backend));
     return std::unique_ptr<CausalLM>(std::move(model));
   }
+  if (architecture == "DeepseekV41ForCausalLM") {
+    DI_ASSIGN_OR_RETURN(auto model, DeepseekV41Model::Load(model_dir, options, backend));
+    std::fprintf(stderr, "deepinfer: %s\n", model->load_note().c_str());
+    return std::unique_ptr<CausalLM>(std::move(model));
+  }
   DI_ASSIGN_OR_RETURN(auto model, DeepseekModel::Load(model_dir, options, backend));
   return std::unique_ptr<CausalLM>(std::move(model));
 }
 
-std::string describe_causal_lm(const CausalLM& model) {
+std::string describe_causal_lm(const CausalLM& model, int block_size) {
   const CausalLMInfo& i = model.info();
-  char buf[1024];
-  auto kv_bytes = [&](DType t) {
-    return MlaCacheLayout{t, i.kv_lora_rank, i.qk_rope_head_dim}.bytes_per_token() * size_t(i.n_layers);
-  };
-  std::snprintf(buf, sizeof buf,
-                "%s: %.3fB parameters, %.2f GiB of weights, %d layers, vocab %d, context %d; "
-                "KV cache bytes per token: %zu (bf16), %zu (fp8), %zu (f32)%s%s%s",
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%s: %.3fB parameters, %.2f GiB of weights, %d layers, vocab %d, context %d%s",
                 i.architecture.c_str(), double(i.n_params) / 1e9, double(i.n_weight_bytes) / (1u << 30), i.n_layers,
-                i.vocab_size, i.max_position_embeddings, kv_bytes(DType::BF16), kv_bytes(DType::F8_E4M3),
-                kv_bytes(DType::F32), i.activation_dtype == DType::BF16 ? "; bf16 activations" : "",
-                i.kv_note.empty() ? "" : "; ", i.kv_note.c_str());
-  return buf;
+                i.vocab_size, i.max_position_embeddings, i.activation_dtype == DType::BF16 ? ", bf16 activations" : "");
+  std::string s = buf;
+  std::string per_dtype;
+  for (const DType t : {DType::BF16, DType::F8_E4M3, DType::F32}) {
+    auto kinds = model.kv_kinds(t, block_size);
+    if (!kinds.ok()) continue;
+    const size_t window = kv_bytes_per_sequence_window(*kinds, block_size);
+    std::snprintf(buf, sizeof buf, "%s%.1f (%s)", per_dtype.empty() ? "" : ", ", kv_bytes_per_token(*kinds, block_size),
+                  t == DType::BF16 ? "bf16" : t == DType::F32 ? "f32" : "fp8");
+    per_dtype += buf;
+    if (window > 0) per_dtype += " + " + std::to_string(window) + " per sequence";
+  }
+  if (!per_dtype.empty()) s += "; KV cache bytes per token at " + std::to_string(block_size) + "-token blocks: " + per_dtype;
+  return s;
 }
 
 }  // namespace deepinfer

@@ -16,7 +16,8 @@ namespace deepinfer {
 Result<std::unique_ptr<CausalLM>> load_causal_lm(const std::string& model_dir, const ModelOptions& options = {},
                                                  Backend& backend = cpu_backend());
 
-// One line for logs: architecture, parameters, weight bytes, KV bytes per token for a dtype.
-std::string describe_causal_lm(const CausalLM& model);
+// One line for logs: architecture, parameters, weight bytes, KV bytes per token for each cache
+// dtype the model offers at that block size (and per sequence, for its lookback kinds).
+std::string describe_causal_lm(const CausalLM& model, int block_size);
 
 }  // namespace deepinfer

@@ -198,6 +198,48 @@ TEST(EngineCore, OutputsAreBatchInvariant) {
   }
 }
 
+// A model with a window kind beside the full one (as DeepSeek-V4 keeps its sliding window): the
+// window's released blocks are never read (the fake model aborts if they are), and outputs stay
+// bitwise those of the reference at any chunk, under preemption, from a warm prefix cache (which
+// restores only the window's last blocks) and with speculative drafts rolled back.
+TEST(EngineCore, OutputsAreBatchInvariantWithAWindowKind) {
+  FakeCausalLM model(96, 2, {1}, 5);
+  const auto requests = varied_requests(36, 11, 96);
+  EngineOptions base = small_options();
+  base.max_num_seqs = 48;
+  base.kv_cache_memory_bytes = size_t(48 * 3 + 4) * 16 * 2 * 24 + size_t(4096) * 2 * 24;
+  std::vector<CompletedRequest> reference;
+  for (const Request& r : requests) reference.push_back(fake_reference(r, model));
+  const auto alone = run_alone(model, base, requests);
+  expect_same_outputs(reference, alone, "alone vs reference");
+  for (int chunk : {1, 7, 64}) {
+    EngineOptions o = base;
+    o.max_num_batched_tokens = chunk;
+    auto core = make_core(model, o);
+    const std::string what = "window, chunk " + std::to_string(chunk);
+    expect_same_outputs(alone, run_to_completion(*core, requests), what.c_str());
+    expect_same_outputs(alone, run_to_completion(*core, requests, 1000), (what + ", warm cache").c_str());
+    EXPECT_GT(core->stats().n_prefix_hit_tokens, 0u);
+  }
+  {
+    EngineOptions o = base;
+    o.block_size = 8;
+    o.kv_cache_memory_bytes = size_t(800) * 2 * 24;  // 400 tokens of each kind for ~36 sequences: preemption
+    auto core = make_core(model, o);
+    expect_same_outputs(alone, run_to_completion(*core, requests), "window, under preemption");
+    EXPECT_GT(core->stats().n_preemptions, 0u);
+  }
+  {
+    EngineOptions o = base;
+    o.speculative = SpeculativeMethod::kNgram;
+    o.num_speculative_tokens = 3;
+    o.speculative_max_batch = 64;
+    auto core = make_core(model, o);
+    expect_same_outputs(alone, run_to_completion(*core, requests), "window, ngram drafts");
+    EXPECT_GT(core->stats().n_draft_tokens, core->stats().n_accepted_draft_tokens);  // rolled back
+  }
+}
+
 // Speculative decoding with n-gram drafts is lossless by construction: ids, logprobs and finish
 // reasons are bitwise those of plain decoding (the fake model's reference, and the plain engine),
 // for greedy and seeded sampling alike, batched, chunked, under preemption and with the prefix

@@ -132,7 +132,7 @@ TEST(Engine, SubmitRejectsInvalidRequests) {
   ASSERT_FALSE(handle.ok());
   EXPECT_NE(handle.status().message().find("empty"), std::string::npos);
   EXPECT_EQ(engine->max_model_len(), 2992);  // 187 whole blocks of 16 tokens fit
-  EXPECT_EQ(engine->kv_cache_info().n_blocks, 187);
+  EXPECT_EQ(engine->kv_cache_info().kinds[0].n_blocks, 187);
   EXPECT_EQ(engine->model_info().vocab_size, 96);
 }
 

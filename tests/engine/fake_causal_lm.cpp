@@ -22,11 +22,12 @@ uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-uint8_t* slot(const KvCacheView& kv, int layer, const int32_t* block_table, int position) {
-  const int32_t block = block_table[position / kv.block_size];
-  DI_CHECK(block >= 0 && block < kv.num_blocks);
-  return kv.layer_base[size_t(layer)] +
-         (size_t(block) * size_t(kv.block_size) + size_t(position % kv.block_size)) * kv.layout.bytes_per_token();
+size_t bytes_per_token(DType dtype) { return MlaCacheLayout{dtype, 8, 4}.bytes_per_token(); }
+
+uint8_t* slot(const KvCacheView& kv, int kind, int layer, const BatchSequence& s, int position) {
+  const int32_t block = s.block_tables[size_t(kind)][position / kv.block_size];
+  DI_CHECK(block >= 0 && block < kv.kinds[size_t(kind)].n_blocks);
+  return kv.kinds[size_t(kind)].block(layer, block) + size_t(position % kv.block_size) * bytes_per_token(kv.dtype);
 }
 
 void logits_from_hash(uint64_t h, std::span<float> logits) {
@@ -39,14 +40,20 @@ uint64_t absorb(uint64_t h, int32_t token) { return mix(h + uint64_t(uint32_t(to
 
 }  // namespace
 
-FakeCausalLM::FakeCausalLM(int vocab_size, int n_layers, std::vector<int32_t> eos) {
+FakeCausalLM::FakeCausalLM(int vocab_size, int n_layers, std::vector<int32_t> eos, int window_lookback)
+    : window_lookback_(window_lookback) {
   info_.architecture = "FakeForCausalLM";
   info_.vocab_size = vocab_size;
   info_.n_layers = n_layers;
   info_.max_position_embeddings = 4096;
-  info_.kv_lora_rank = 8;
-  info_.qk_rope_head_dim = 4;
   info_.eos_token_ids = std::move(eos);
+}
+
+Result<std::vector<KvKindSpec>> FakeCausalLM::kv_kinds(DType cache_dtype, int block_size) const {
+  const size_t block_bytes = size_t(block_size) * bytes_per_token(cache_dtype);
+  std::vector<KvKindSpec> kinds{{"records", info_.n_layers, block_bytes, 0}};
+  if (window_lookback_ > 0) kinds.push_back({"window records", info_.n_layers, block_bytes, window_lookback_});
+  return kinds;
 }
 
 void FakeCausalLM::reference_logits(std::span<const int32_t> tokens, std::span<float> logits) {
@@ -56,7 +63,8 @@ void FakeCausalLM::reference_logits(std::span<const int32_t> tokens, std::span<f
 }
 
 void FakeCausalLM::forward(const ForwardBatch& batch, const KvCacheView& kv, float* logits) {
-  DI_CHECK(kv.layout.bytes_per_token() >= sizeof(Record) && int(kv.layer_base.size()) == info_.n_layers);
+  const size_t n_kinds = window_lookback_ > 0 ? 2 : 1;
+  DI_CHECK(bytes_per_token(kv.dtype) >= sizeof(Record) && kv.kinds.size() == n_kinds);
   if (forward_delay.count() > 0) std::this_thread::sleep_for(forward_delay);
   ++n_forward_calls;
   n_rows += int64_t(batch.n_rows());
@@ -72,7 +80,7 @@ void FakeCausalLM::forward(const ForwardBatch& batch, const KvCacheView& kv, flo
       DI_CHECK(batch.token_ids[size_t(r)] >= 0 && batch.token_ids[size_t(r)] < info_.vocab_size);
       for (int l = 0; l < info_.n_layers; ++l) {
         const Record rec{batch.token_ids[size_t(r)], pos, l, kMagic};
-        std::memcpy(slot(kv, l, s.block_table, pos), &rec, sizeof(rec));
+        for (size_t k = 0; k < n_kinds; ++k) std::memcpy(slot(kv, int(k), l, s, pos), &rec, sizeof(rec));
       }
     }
   }
@@ -85,15 +93,20 @@ void FakeCausalLM::forward(const ForwardBatch& batch, const KvCacheView& kv, flo
     const int32_t pos = batch.positions[size_t(row)];
     uint64_t h = 0;
     int32_t last = -1;
+    const int32_t window_first = std::max(0, s.n_ctx - s.n_new - window_lookback_);
     for (int32_t p = 0; p <= pos; ++p) {
       int32_t token = -1;
-      for (int l = 0; l < info_.n_layers; ++l) {
-        Record rec;
-        std::memcpy(&rec, slot(kv, l, s.block_table, p), sizeof(Record));
-        DI_CHECK_MSG(rec.position == p && rec.layer == l && rec.magic == kMagic,
-                     "position %d layer %d holds the KV of position %d layer %d", p, l, rec.position, rec.layer);
-        DI_CHECK(l == 0 || rec.token == token);
-        token = rec.token;
+      for (size_t k = 0; k < n_kinds; ++k) {
+        if (k == 1 && p < window_first) continue;
+        for (int l = 0; l < info_.n_layers; ++l) {
+          Record rec;
+          std::memcpy(&rec, slot(kv, int(k), l, s, p), sizeof(Record));
+          DI_CHECK_MSG(rec.position == p && rec.layer == l && rec.magic == kMagic,
+                       "kind %zu position %d layer %d holds the KV of position %d layer %d", k, p, l, rec.position,
+                       rec.layer);
+          DI_CHECK(token == -1 || rec.token == token);
+          token = rec.token;
+        }
       }
       h = absorb(h, token);
       last = token;

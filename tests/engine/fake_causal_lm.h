@@ -6,6 +6,9 @@
 // record at the wrong place aborts the test; the logits are a hash of the token ids read. So a
 // scheduler or cache bug that hands a sequence the wrong KV changes (or kills) its output, while
 // the true output depends only on the sequence's own tokens (batch invariance by construction).
+// With a window (window_lookback > 0) it keeps a second kind, as DeepSeek-V4 does, holding the
+// same records, and reads it only where a window may: positions >= the step's first new token
+// minus the lookback; the tokens read there enter the logits too.
 #pragma once
 
 #include <chrono>
@@ -20,9 +23,11 @@ namespace deepinfer::test {
 class FakeCausalLM final : public CausalLM {
  public:
   // kv_lora_rank 8 and rope 4: 48 B/token/layer in f32, 24 in bf16, 20 in fp8; all hold a record.
-  explicit FakeCausalLM(int vocab_size = 96, int n_layers = 2, std::vector<int32_t> eos = {1});
+  explicit FakeCausalLM(int vocab_size = 96, int n_layers = 2, std::vector<int32_t> eos = {1},
+                        int window_lookback = 0);
 
   const CausalLMInfo& info() const override { return info_; }
+  Result<std::vector<KvKindSpec>> kv_kinds(DType cache_dtype, int block_size) const override;
   void forward(const ForwardBatch& batch, const KvCacheView& kv, float* logits) override;
 
   // The logits after `tokens` (what forward computes for the row of the last token).
@@ -38,6 +43,7 @@ class FakeCausalLM final : public CausalLM {
 
  private:
   CausalLMInfo info_;
+  int window_lookback_;
 };
 
 }  // namespace deepinfer::test

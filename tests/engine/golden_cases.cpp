@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <omp.h>
 
+#include "core/check.h"
 #include "model/loader.h"
 
 namespace deepinfer::test {
@@ -65,6 +66,20 @@ EngineOptions options(DType kv, int chunk, int block_size) {
   o.block_size = block_size;
   o.kv_cache_memory_bytes = size_t(64) << 20;
   return o;
+}
+
+size_t kv_budget_for_tokens(const CausalLM& model, const EngineOptions& o, int n_tokens) {
+  auto kinds = model.kv_kinds(o.kv_cache_dtype, o.block_size);
+  DI_CHECK(kinds.ok());
+  const size_t full = size_t(double(n_tokens) * kv_bytes_per_token(*kinds, o.block_size)) + 1;
+  size_t one_sequence_windows = 0;  // what kv_blocks_for_budget gives windows at the least
+  for (const KvKindSpec& k : *kinds) {
+    if (k.lookback == 0) continue;
+    const int blocks = (k.lookback + o.block_size - 1) / o.block_size + 2 +
+                       (o.max_num_batched_tokens + o.block_size - 1) / o.block_size;
+    one_sequence_windows += size_t(blocks) * size_t(k.n_slabs) * k.bytes_per_block;
+  }
+  return one_sequence_windows > 0 ? 2 * std::max(full, one_sequence_windows) : full;
 }
 
 // Ids must match; returns the largest |logprob - golden| over chosen tokens and the top 5.

@@ -34,6 +34,9 @@ std::unique_ptr<CausalLM> load(const std::string& model);
 std::vector<Request> golden_requests(const std::vector<GoldenCase>& cases);
 // 64 MiB of KV in `kv`, `chunk` tokens per step.
 EngineOptions options(DType kv, int chunk, int block_size = 64);
+// A KV budget that gives the model's full kinds room for at least n_tokens under options o; if
+// the model has windows, they get the other half (at least one sequence's: kv_blocks_for_budget).
+size_t kv_budget_for_tokens(const CausalLM& model, const EngineOptions& o, int n_tokens);
 // Ids must match the cases; returns the largest |logprob - golden| over chosen tokens and the top
 // 5 (0 without `logprobs`: ids only).
 double golden_error(const std::vector<GoldenCase>& cases, const std::vector<CompletedRequest>& out, bool logprobs);

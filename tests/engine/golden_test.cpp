@@ -46,8 +46,7 @@ TEST_P(Golden, BatchInvariantAmongOthersAndUnderPreemption) {
   auto all = requests;
   all.insert(all.end(), others.begin(), others.end());
   EngineOptions tight = options(DType::BF16, 96, 16);
-  const MlaCacheLayout layout{DType::BF16, model->info().kv_lora_rank, model->info().qk_rope_head_dim};
-  tight.kv_cache_memory_bytes = size_t(1400) * size_t(model->info().n_layers) * layout.bytes_per_token();  // 1400 tokens
+  tight.kv_cache_memory_bytes = kv_budget_for_tokens(*model, tight, 1400);
   auto core = make_core(*model, tight);
   auto together = run_to_completion(*core, all);
   EXPECT_GT(core->stats().n_preemptions, 0u);

@@ -3,20 +3,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <numeric>
 
-#include "engine/latent_kind.h"
 
 namespace deepinfer {
 namespace {
 
 constexpr int kBlock = 4;
 
-std::vector<std::unique_ptr<KvKind>> kinds(int n) {
-  std::vector<std::unique_ptr<KvKind>> k;
-  for (int i = 0; i < n; ++i) k.push_back(std::make_unique<LatentKind>(kBlock));
-  return k;
-}
+// n kinds that keep every block, each with a pool of n_blocks.
+std::vector<KvKindBlocks> kinds(int n, int n_blocks) { return std::vector<KvKindBlocks>(size_t(n), {0, n_blocks}); }
 
 std::vector<int32_t> iota_tokens(int n, int first = 100) {
   std::vector<int32_t> t(static_cast<size_t>(n));
@@ -38,7 +35,7 @@ int admit_and_compute(KvCacheManager& kv, Sequence& seq) {
 }
 
 TEST(PrefixCache, ReusesFullBlocksButRecomputesTheLastToken) {
-  KvCacheManager kv(16, kBlock, kinds(1), true);
+  KvCacheManager kv(kBlock, kinds(1, 16), true);
   Sequence a = make_seq(0, iota_tokens(8));  // exactly two full blocks
   EXPECT_EQ(admit_and_compute(kv, a), 0);
   Sequence b = make_seq(1, iota_tokens(8));
@@ -54,7 +51,7 @@ TEST(PrefixCache, ReusesFullBlocksButRecomputesTheLastToken) {
 }
 
 TEST(PrefixCache, HashesAreChainedOverThePrefix) {
-  KvCacheManager kv(16, kBlock, kinds(1), true);
+  KvCacheManager kv(kBlock, kinds(1, 16), true);
   Sequence a = make_seq(0, iota_tokens(9));
   admit_and_compute(kv, a);
   auto other = iota_tokens(9);
@@ -66,7 +63,7 @@ TEST(PrefixCache, HashesAreChainedOverThePrefix) {
 TEST(PrefixCache, ABlockIsOnlyReusedAfterTheSamePrefix) {
   // b's second block has the tokens of c's second block, after a different first block: its KV
   // (computed over a different prefix) must not be reused.
-  KvCacheManager kv(16, kBlock, kinds(1), true);
+  KvCacheManager kv(kBlock, kinds(1, 16), true);
   const std::vector<int32_t> x = {1, 2, 3, 4}, z = {5, 6, 7, 8}, w = {9, 10, 11, 12};
   auto cat = [](std::vector<int32_t> a, const std::vector<int32_t>& b) {
     a.insert(a.end(), b.begin(), b.end());
@@ -82,7 +79,7 @@ TEST(PrefixCache, ABlockIsOnlyReusedAfterTheSamePrefix) {
 }
 
 TEST(PrefixCache, PartialBlocksAreNotCached) {
-  KvCacheManager kv(16, kBlock, kinds(1), true);
+  KvCacheManager kv(kBlock, kinds(1, 16), true);
   Sequence a = make_seq(0, iota_tokens(7));
   admit_and_compute(kv, a);
   EXPECT_EQ(kv.pool().n_filed(), 1);
@@ -91,7 +88,7 @@ TEST(PrefixCache, PartialBlocksAreNotCached) {
 }
 
 TEST(PrefixCache, FreedBlocksStayCachedUntilEvictedTailFirst) {
-  KvCacheManager kv(4, kBlock, kinds(1), true);
+  KvCacheManager kv(kBlock, kinds(1, 4), true);
   Sequence a = make_seq(0, iota_tokens(13));  // three full blocks and one token
   admit_and_compute(kv, a);
   kv.free(a);
@@ -106,7 +103,7 @@ TEST(PrefixCache, FreedBlocksStayCachedUntilEvictedTailFirst) {
 }
 
 TEST(PrefixCache, DisabledMeansNoHits) {
-  KvCacheManager kv(16, kBlock, kinds(1), false);
+  KvCacheManager kv(kBlock, kinds(1, 16), false);
   Sequence a = make_seq(0, iota_tokens(9));
   admit_and_compute(kv, a);
   Sequence b = make_seq(1, iota_tokens(9));
@@ -115,7 +112,7 @@ TEST(PrefixCache, DisabledMeansNoHits) {
 }
 
 TEST(KvCacheManager, AdmitFailsWithoutChangingAnything) {
-  KvCacheManager kv(3, kBlock, kinds(1), true);
+  KvCacheManager kv(kBlock, kinds(1, 3), true);
   Sequence a = make_seq(0, iota_tokens(8));
   admit_and_compute(kv, a);
   kv.free(a);  // two filed free blocks, one unfiled
@@ -133,7 +130,7 @@ TEST(KvCacheManager, AdmitFailsWithoutChangingAnything) {
 }
 
 TEST(KvCacheManager, AllocateGrowsTablesOnBlockBoundaries) {
-  KvCacheManager kv(8, kBlock, kinds(1), true);
+  KvCacheManager kv(kBlock, kinds(1, 8), true);
   Sequence a = make_seq(0, iota_tokens(20));
   std::vector<BlockCopy> copies;
   ASSERT_TRUE(kv.admit(a, 0, 3));
@@ -155,7 +152,7 @@ TEST(KvCacheManager, AllocateGrowsTablesOnBlockBoundaries) {
 }
 
 TEST(KvCacheManager, ForkedSamplesCopyASharedPartialBlockOnWrite) {
-  KvCacheManager kv(8, kBlock, kinds(1), true);
+  KvCacheManager kv(kBlock, kinds(1, 8), true);
   Sequence parent(0, 0, 0, 0, 0, iota_tokens(6), 1, 2);
   ASSERT_TRUE(kv.admit(parent, 0, 6));
   parent.set_n_computed(6);
@@ -184,23 +181,87 @@ TEST(KvCacheManager, ForkedSamplesCopyASharedPartialBlockOnWrite) {
 }
 
 TEST(KvCacheManager, EveryKindKeepsItsOwnBlocksAndEntries) {
-  KvCacheManager kv(10, kBlock, kinds(2), true);
+  KvCacheManager kv(kBlock, kinds(2, 5), true);
   EXPECT_EQ(kv.max_tokens_per_sequence(), 20);
   Sequence a = make_seq(0, iota_tokens(9), 2);
   admit_and_compute(kv, a);
-  EXPECT_EQ(kv.pool().n_free(), 4);
-  EXPECT_EQ(kv.pool().n_filed(), 4);
   Sequence b = make_seq(1, iota_tokens(9), 2);
   EXPECT_EQ(admit_and_compute(kv, b), 8);
   for (int k = 0; k < 2; ++k) {
+    EXPECT_EQ(kv.pool(k).n_filed(), 2);
     EXPECT_EQ(b.block_tables()[size_t(k)][0], a.block_tables()[size_t(k)][0]);
     EXPECT_EQ(b.block_tables()[size_t(k)][1], a.block_tables()[size_t(k)][1]);
   }
-  EXPECT_NE(a.block_tables()[0][0], a.block_tables()[1][0]);
   kv.free(a);
   kv.free(b);
-  EXPECT_EQ(kv.pool().n_free(), 10);
-  kv.pool().check_invariants();
+  for (int k = 0; k < 2; ++k) {
+    EXPECT_EQ(kv.pool(k).n_free(), 5);
+    kv.pool(k).check_invariants();
+  }
+}
+
+TEST(KvKind, LookbackDecidesWhichBlocksALaterStepReads) {
+  const KvKind full(kBlock, 0), window(kBlock, 5);
+  EXPECT_EQ(full.first_live_block(100), 0);
+  EXPECT_EQ(window.first_live_block(5), 0);
+  EXPECT_EQ(window.first_live_block(12), 1);  // positions >= 7
+  EXPECT_EQ(window.first_live_block(13), 2);  // positions >= 8
+  EXPECT_EQ(window.n_blocks_resident(100), 2);  // the last step reads 94..99: blocks 23, 24
+  EXPECT_EQ(full.n_blocks_resident(100), 25);
+  // A hit of h blocks needs the window's blocks [first_live_block(4 h), h) filed.
+  auto filed = [](std::vector<int> f) { return [f](int i) { return std::count(f.begin(), f.end(), i) > 0; }; };
+  EXPECT_EQ(window.n_blocks_hit(5, filed({2, 3, 4})), 5);
+  EXPECT_EQ(window.n_blocks_hit(5, filed({1, 2})), 3);
+  EXPECT_EQ(window.n_blocks_hit(5, filed({0, 2, 4})), 1);
+  EXPECT_EQ(full.n_blocks_hit(5, filed({0, 1, 3, 4})), 2);
+}
+
+// A window kind beside a full one: blocks leave the window as the sequence grows and go back to
+// the window's pool, filed, so that a later prefix hit can restore a window that is still there;
+// once a block the hit needs has been handed out again, the hit stops where the window is whole.
+TEST(KvCacheManager, AWindowKindReleasesOldBlocksAndHitsOnlyWhereItsWindowSurvives) {
+  KvCacheManager kv(kBlock, {{0, 16}, {5, 6}}, true);
+  EXPECT_EQ(kv.max_tokens_per_sequence(), 64);
+  const std::vector<int32_t> tokens = iota_tokens(20);
+  Sequence a = make_seq(0, tokens, 2);
+  std::vector<BlockCopy> copies;
+  ASSERT_TRUE(kv.admit(a, 0, 4));
+  for (int n = 4; n <= 20; n += 4) {  // compute 4 tokens a step
+    a.set_n_computed(n);
+    kv.file_computed_blocks(a);
+    if (n < 20) ASSERT_TRUE(kv.allocate(a, 4, copies));
+  }
+  EXPECT_TRUE(copies.empty());
+  // Computing [16, 20) read positions >= 11: blocks 0 and 1 were released before it.
+  const auto& window = a.block_tables()[1];
+  ASSERT_EQ(window.size(), 5u);
+  EXPECT_EQ(window[0], -1);
+  EXPECT_EQ(window[1], -1);
+  EXPECT_EQ(kv.pool(1).n_free(), 3);  // one never used, and blocks 0 and 1 of the sequence, still filed
+  EXPECT_EQ(kv.pool(0).n_free(), 11);
+
+  Sequence same = make_seq(1, iota_tokens(21), 2);  // a's 20 tokens and one more
+  EXPECT_EQ(kv.n_prefix_hit_tokens(same), 20);
+  std::vector<int32_t> branch(tokens.begin(), tokens.begin() + 12);  // a's first 12, then others
+  for (int i = 0; i < 5; ++i) branch.push_back(900 + i);
+  Sequence mid = make_seq(2, branch, 2);
+  EXPECT_EQ(kv.n_prefix_hit_tokens(mid), 12);  // its window [7, 12) is blocks 1 and 2
+  ASSERT_TRUE(kv.admit(mid, 12, 5));  // takes the unused block and then a's block 0
+  EXPECT_EQ(mid.block_tables()[1][0], -1);
+  EXPECT_GE(mid.block_tables()[1][1], 0);  // a's block 1, revived
+  EXPECT_EQ(mid.block_tables()[1][2], window[2]);
+  EXPECT_EQ(mid.block_tables()[0][0], a.block_tables()[0][0]);
+  EXPECT_EQ(kv.pool(1).n_free(), 0);
+  std::vector<int32_t> early(tokens.begin(), tokens.begin() + 8);  // needs block 0, handed out again
+  for (int i = 0; i < 5; ++i) early.push_back(800 + i);
+  Sequence low = make_seq(3, early, 2);
+  EXPECT_EQ(kv.n_prefix_hit_tokens(low), 0);
+  kv.free(a);
+  kv.free(mid);
+  EXPECT_EQ(kv.pool(0).n_free(), 16);
+  EXPECT_EQ(kv.pool(1).n_free(), 6);
+  kv.pool(0).check_invariants();
+  kv.pool(1).check_invariants();
 }
 
 }  // namespace

@@ -5,9 +5,10 @@
 //     free + in use = total;
 //   - waiting and preempted sequences hold no blocks; a running sequence's table covers exactly
 //     its computed tokens;
-//   - a shadow KV cache (the token id written at each block slot) holds, for every running
-//     sequence, exactly its own tokens at positions [0, n_computed) — so a prefix hit, fork,
-//     copy-on-write or eviction that hands a sequence the wrong KV is caught;
+//   - a shadow KV cache per kind (the token id written at each block slot) holds, for every
+//     running sequence, exactly its own tokens at positions [0, n_computed) — of a lookback kind,
+//     at the positions its next step reads — so a prefix hit, fork, copy-on-write, eviction or
+//     window release that hands a sequence the wrong KV is caught;
 //   - every filed block's shadow contents are the tokens its hash stands for;
 //   - a written block is never shared or filed (filed blocks are immutable);
 //   - the step respects the token budget and max_num_seqs; no sequence is scheduled twice.
@@ -43,7 +44,9 @@ struct SimStep {
 
 class SchedulerSim {
  public:
-  SchedulerSim(int n_blocks, int block_size, SchedulerOptions options, bool prefix_caching = true);
+  // One kind per lookback (kv_kind.h), each with a pool of n_blocks.
+  SchedulerSim(int n_blocks, int block_size, SchedulerOptions options, bool prefix_caching = true,
+               std::vector<int> lookbacks = {0});
 
   // Adds a request of `n` samples, each finishing after n_output tokens. Returns its request id.
   uint64_t add(std::vector<int32_t> prompt, int n_output, int priority = 0, int n = 1);
@@ -63,15 +66,16 @@ class SchedulerSim {
 
  private:
   void check_invariants();
-  void check_kv(const Sequence& seq, int n_positions);
+  void check_kv(const Sequence& seq);
   void finish(Sequence* seq, FinishReason reason);
 
   int block_size_;
+  std::vector<KvKind> kinds_;
   uint64_t next_request_ = 0;
   int64_t next_seq_ = 0;
   std::map<uint64_t, int> n_output_;  // request id -> tokens per sample
   std::set<Sequence*> live_;
-  std::vector<std::vector<int32_t>> shadow_;  // [n_blocks][block_size] token written, -1 none
+  std::vector<std::vector<std::vector<int32_t>>> shadow_;  // [kind][n_blocks][block_size] token written, -1 none
   std::map<std::pair<uint64_t, int>, std::vector<int32_t>> outputs_;
 };
 

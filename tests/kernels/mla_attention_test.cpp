@@ -39,7 +39,7 @@ struct CacheFixture {
         b.token_ids.push_back(0);
         b.positions.push_back(p);
       }
-      b.seqs.push_back({0, n_ctx[s], n_ctx[s], tables[s].data()});
+      b.seqs.push_back({0, n_ctx[s], n_ctx[s], {tables[s].data()}});
       const std::vector<float> lat = random_floats(size_t(n_ctx[s]) * kC, 50 + uint32_t(s));
       const std::vector<float> pe = random_floats(size_t(n_ctx[s]) * kRope, 60 + uint32_t(s));
       cpu::mla_kv_store({lat.data(), kC, pe.data(), kRope, &b, cache.data(), layout, kBlock});
@@ -50,7 +50,7 @@ struct CacheFixture {
   ForwardBatch batch(const std::vector<size_t>& seqs) const {
     ForwardBatch b;
     for (size_t s : seqs) {
-      b.seqs.push_back({int32_t(b.n_rows()), n_new[s], n_ctx[s], tables[s].data()});
+      b.seqs.push_back({int32_t(b.n_rows()), n_new[s], n_ctx[s], {tables[s].data()}});
       for (int32_t i = 0; i < n_new[s]; ++i) {
         b.token_ids.push_back(0);
         b.positions.push_back(n_ctx[s] - n_new[s] + i);
@@ -164,7 +164,7 @@ TEST_P(MlaAttention, MatchesReferenceAndIsBatchInvariant) {
       ForwardBatch one;
       one.token_ids = {0};
       one.positions = {b.positions[size_t(s.row_begin + i)]};
-      one.seqs.push_back({0, 1, one.positions[0] + 1, s.block_table});
+      one.seqs.push_back({0, 1, one.positions[0] + 1, s.block_tables});
       std::vector<float> alone(size_t(kHeads * kC));
       cpu::mla_attention(params(one, s.row_begin + i, alone.data()));
       ASSERT_EQ(std::memcmp(alone.data(), out.data() + (s.row_begin + i) * kHeads * kC, alone.size() * 4), 0)

@@ -16,14 +16,16 @@ struct TestCache {
   std::vector<std::vector<uint8_t>> storage;
   std::vector<std::vector<int32_t>> tables;
 
-  TestCache(const CausalLMInfo& info, DType dtype, int block_size, int n_seqs, int max_len) {
-    view.layout = {dtype, info.kv_lora_rank, info.qk_rope_head_dim};
+  TestCache(const CausalLM& model, DType dtype, int block_size, int n_seqs, int max_len) {
+    auto kinds = model.kv_kinds(dtype, block_size);
+    EXPECT_TRUE(kinds.ok() && kinds->size() == 1);
+    view.dtype = dtype;
     view.block_size = block_size;
     const int per_seq = (max_len + block_size - 1) / block_size;
-    view.num_blocks = per_seq * n_seqs;
-    for (int l = 0; l < info.n_layers; ++l)
-      storage.emplace_back(size_t(view.num_blocks) * block_size * view.layout.bytes_per_token());
-    for (auto& s : storage) view.layer_base.push_back(s.data());
+    KvKindView latent{per_seq * n_seqs, (*kinds)[0].bytes_per_block, {}};
+    for (int l = 0; l < (*kinds)[0].n_slabs; ++l) storage.emplace_back(size_t(latent.n_blocks) * latent.bytes_per_block);
+    for (auto& s : storage) latent.slab_base.push_back(s.data());
+    view.kinds.push_back(std::move(latent));
     // Interleave block ids across sequences so tables are not contiguous ranges.
     tables.resize(size_t(n_seqs));
     for (int b = 0; b < per_seq; ++b)
@@ -42,7 +44,7 @@ std::vector<int32_t> prompt(int n, int salt) {
 std::vector<std::vector<float>> run(DeepseekModel& m, const std::vector<std::vector<int32_t>>& prompts, int chunk,
                                     DType dtype) {
   const int vocab = m.info().vocab_size;
-  TestCache cache(m.info(), dtype, 16, int(prompts.size()), 256);
+  TestCache cache(m, dtype, 16, int(prompts.size()), 256);
   std::vector<std::vector<float>> last(prompts.size(), std::vector<float>(size_t(vocab)));
   std::vector<int> done(prompts.size(), 0);
   for (bool any = true; any;) {
@@ -51,7 +53,7 @@ std::vector<std::vector<float>> run(DeepseekModel& m, const std::vector<std::vec
     for (size_t s = 0; s < prompts.size(); ++s) {
       const int n = std::min<int>(chunk, int(prompts[s].size()) - done[s]);
       if (n <= 0) continue;
-      BatchSequence bs{int32_t(b.n_rows()), n, done[s] + n, cache.tables[s].data()};
+      BatchSequence bs{int32_t(b.n_rows()), n, done[s] + n, {cache.tables[s].data()}};
       for (int i = 0; i < n; ++i) {
         b.token_ids.push_back(prompts[s][size_t(done[s] + i)]);
         b.positions.push_back(done[s] + i);

@@ -1,7 +1,7 @@
 // DeepSeek-V4 loading and its parts on their own: the published config form (errors name the
 // field), the fixtures' tensors bound by published name (errors name the file and tensor), the
 // FP4/FP8 dequantization rules of the fixtures' README, the Sinkhorn normalization, and the
-// per-token cache layout's arithmetic.
+// cache layout's arithmetic.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -169,34 +169,63 @@ TEST(HyperConnection, CombIsDoublyStochastic) {
   }
 }
 
-// Per-token cache bytes: the widest layer (CSA) holds its K=V non-rope part, the compressor's
-// and the indexer's per-token inputs and entries, each region rounded up to 128 elements.
-TEST(V4CacheSlots, BytesPerTokenArithmetic) {
-  // tiny-v4: head_dim 128, rope 64, index_head_dim 64.
-  V4CacheSlots s = V4CacheSlots::make({0, 4, 128, 4}, 128, 64, 64);
-  // CSA: 128 (64 nope) + 256 + 256 (compressor kv, score) + 128 (entry) + 128 + 128 (indexer) + 128 (key).
-  EXPECT_EQ(s.latent_width, 128 + 256 + 256 + 128 + 128 + 128 + 128);
-  EXPECT_EQ(s.layers[0].comp_kv, -1);
-  EXPECT_EQ(s.layers[2].idx_key, -1);
-  EXPECT_EQ((MlaCacheLayout{DType::F32, s.latent_width, 64}.bytes_per_token()), size_t(1152 + 64) * 4);
-  EXPECT_EQ((MlaCacheLayout{DType::BF16, s.latent_width, 64}.bytes_per_token()), size_t(1152 + 64) * 2);
-  EXPECT_EQ((MlaCacheLayout{DType::F8_E4M3, s.latent_width, 64}.bytes_per_token()), size_t(1152 + 9 * 4 + 64 * 2));
-  // V4-Flash: head_dim 512, rope 64, index_head_dim 128: 512 (448 nope) + 1024 + 1024 + 512 + 256 + 256 + 128.
-  s = V4CacheSlots::make({0, 4, 128}, 512, 64, 128);
-  EXPECT_EQ(s.latent_width, 512 + 1024 + 1024 + 512 + 256 + 256 + 128);
-  EXPECT_EQ(s.layers[2].comp_entry, 512 + 512 + 512);
+// The cache layout's arithmetic at V4-Flash sizes (head_dim 512, rope 64, index_head_dim 128,
+// window 128), one layer of each ratio, 128-token blocks. What grows with the context is the
+// compressed kind: per CSA layer one entry and one indexer key per 4 tokens, per HCA layer one
+// entry per 128 tokens. bf16: entries 512 x 2 = 1024 B, keys 256 B: 256 + 64 + 8 = 328 B/token.
+// fp8: entries 448 e4m3 + 4 f32 scales + 64 bf16 rope dims = 592 B, keys 128 + 4 = 132 B
+// (DeepSeek's own kernels keep 583 B entries with UE8M0 scales per 64 and FP4 keys of 68 B).
+TEST(V4CacheSlots, KvBytesPerTokenAtV4FlashSizes) {
+  for (const DType t : {DType::BF16, DType::F8_E4M3}) {
+    auto s = V4CacheSlots::make({0, 4, 128}, 512, 64, 128, 128, t, 128);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    const bool fp8 = t == DType::F8_E4M3;
+    const size_t entry = fp8 ? 448 + 4 * 4 + 128 : 1024, key = fp8 ? 128 + 4 : 256;
+    const size_t kv = fp8 ? 512 + 4 * 4 + 128 : (512 + 64) * 2;  // per token: the window's K=V (nope part aligned to 128)
+    const size_t hca_inputs = fp8 ? 1024 + 8 * 4 : 1024 * 2;      // wkv x, wgate x + ape: 512 + 512
+    const size_t csa_inputs = fp8 ? 2560 + 20 * 4 : 2560 * 2;     // 2 x 1024 + indexer 2 x 256
+    ASSERT_EQ(s->kinds.size(), 3u);
+    EXPECT_EQ(s->kinds[0].lookback, 127);  // K=V of every layer and the ratio-128 inputs
+    EXPECT_EQ(s->kinds[0].bytes_per_block, 128 * (3 * kv + hca_inputs));
+    EXPECT_EQ(s->kinds[1].lookback, 7);  // the ratio-4 inputs: two overlapping groups
+    EXPECT_EQ(s->kinds[1].bytes_per_block, 128 * csa_inputs);
+    EXPECT_EQ(s->kinds[2].lookback, 0);
+    EXPECT_EQ(s->kinds[2].bytes_per_block, 32 * (entry + key) + entry);
+    EXPECT_DOUBLE_EQ(kv_bytes_per_token(s->kinds, 128), double(entry + key) / 4 + double(entry) / 128);
+    EXPECT_EQ(kv_bytes_per_sequence_window(s->kinds, 128), 2 * 128 * (3 * kv + hca_inputs) + 2 * 128 * csa_inputs);
+  }
+  EXPECT_DOUBLE_EQ(kv_bytes_per_token(V4CacheSlots::make({0, 4, 128}, 512, 64, 128, 128, DType::BF16, 128)->kinds, 128),
+                   328.0);
 }
 
-// The compact layout's arithmetic at V4-Flash sizes (head_dim 512, rope 64, index_head_dim 128,
-// window 128), one layer of each kind: bf16 entries 1024 B, keys 256 B; fp8 entries 448 e4m3 +
-// 7 scales + 128 B rope = 583 B, FP4 keys 64 + 4 = 68 B.
-TEST(V4CacheSlots, CompactLayoutBytesAtV4FlashSizes) {
-  const V4CompactKvBytes bf16 = v4_compact_kv_bytes({0, 4, 128}, 512, 64, 128, 128, false);
-  EXPECT_DOUBLE_EQ(bf16.per_token, 1024.0 / 4 + 256.0 / 4 + 1024.0 / 128);
-  EXPECT_EQ(bf16.per_sequence, 3u * 128u * 1024u);
-  const V4CompactKvBytes fp8 = v4_compact_kv_bytes({0, 4, 128}, 512, 64, 128, 128, true);
-  EXPECT_DOUBLE_EQ(fp8.per_token, 583.0 / 4 + 68.0 / 4 + 583.0 / 128);
-  EXPECT_EQ(fp8.per_sequence, 3u * 128u * 583u);
+// Where the state sits: group g of a ratio-r layer in the block of its last token; blocks that
+// neither divide nor are divided by a ratio are refused.
+TEST(V4CacheSlots, CompressedEntriesLiveInTheBlockOfTheirGroupsLastToken) {
+  auto s = V4CacheSlots::make({0, 4, 128, 4}, 128, 64, 64, 16, DType::F32, 64);
+  ASSERT_TRUE(s.ok());
+  ASSERT_EQ(s->kinds.size(), 4u);  // window 16, ratio-4 inputs, ratio-128 inputs, compressed
+  EXPECT_EQ(s->compressed_kind, 3);
+  EXPECT_EQ(s->layers[1].slots_per_block, 16);
+  EXPECT_EQ(s->layers[2].slots_per_block, 1);
+  std::vector<uint8_t> window(4096), mem(size_t(s->kinds[3].bytes_per_block) * 4);
+  KvCacheView view{DType::F32, 64, {}};
+  for (int k = 0; k < 3; ++k) view.kinds.push_back({1, s->kinds[size_t(k)].bytes_per_block, {window.data()}});
+  view.kinds.push_back({4, s->kinds[3].bytes_per_block, {mem.data()}});
+  const int32_t table[4] = {3, 1, 0, 2};
+  BatchSequence seq{0, 1, 256, {table, table, table, table}};
+  const size_t block = s->kinds[3].bytes_per_block;
+  // Ratio 128: group 0 ends at token 127, in table block 1 (id 1); group 1 in table block 3 (id 2).
+  EXPECT_EQ(s->compressed_entry(view, seq, 2, 0), mem.data() + 1 * block + s->layers[2].entry_offset);
+  EXPECT_EQ(s->compressed_entry(view, seq, 2, 1), mem.data() + 2 * block + s->layers[2].entry_offset);
+  // Ratio 4: group 17 (tokens 68..71) in table block 1, slot 1.
+  const size_t entry = s->layers[1].entry.bytes_per_token();
+  EXPECT_EQ(s->compressed_entry(view, seq, 1, 17), mem.data() + 1 * block + s->layers[1].entry_offset + entry);
+  EXPECT_EQ(s->index_key(view, seq, 3, 17),
+            mem.data() + 1 * block + s->layers[3].key_offset + s->layers[3].key.bytes_per_token());
+  auto bad = V4CacheSlots::make({0, 4, 128}, 128, 64, 64, 16, DType::BF16, 48);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("block size 48"), std::string::npos);
+  EXPECT_FALSE(V4CacheSlots::make({0, 4}, 128, 64, 64, 16, DType::F16, 64).ok());
 }
 
 // Pooling by the README's rule, on values small enough to compute by hand: ratio 4 with overlap,

@@ -22,14 +22,14 @@ std::vector<int> row_to_seq(const ForwardBatch& b) {
   return out;
 }
 
-inline size_t slot_of(const BatchSequence& s, int32_t pos, int block_size) {
-  return size_t(s.block_table[pos / block_size]) * size_t(block_size) + size_t(pos % block_size);
+inline size_t slot_of(const int32_t* table, int32_t pos, int block_size) {
+  return size_t(table[pos / block_size]) * size_t(block_size) + size_t(pos % block_size);
 }
 
-void check_batch(const ForwardBatch& b, int block_size) {
-  DI_CHECK(b.positions.size() == b.n_rows() && block_size > 0);
+void check_batch(const ForwardBatch& b, int block_size, int kind) {
+  DI_CHECK(b.positions.size() == b.n_rows() && block_size > 0 && kind >= 0 && kind < kMaxKvKinds);
   for (const auto& s : b.seqs) {
-    DI_CHECK(s.n_new >= 1 && s.n_ctx >= s.n_new && s.block_table != nullptr);
+    DI_CHECK(s.n_new >= 1 && s.n_ctx >= s.n_new && s.block_tables[size_t(kind)] != nullptr);
     DI_CHECK(s.row_begin >= 0 && size_t(s.row_begin + s.n_new) <= b.n_rows());
   }
 }
@@ -38,7 +38,7 @@ void check_batch(const ForwardBatch& b, int block_size) {
 
 void mla_kv_store(const MlaKvStoreParams& p) {
   DI_CHECK(p.batch && p.cache && p.latent && p.k_pe);
-  check_batch(*p.batch, p.block_size);
+  check_batch(*p.batch, p.block_size, p.kind);
   const ForwardBatch& b = *p.batch;
   const int c = p.layout.kv_lora_rank, r = p.layout.qk_rope_head_dim;
   const size_t bpt = p.layout.bytes_per_token();
@@ -47,7 +47,7 @@ void mla_kv_store(const MlaKvStoreParams& p) {
   for (int64_t row = 0; row < int64_t(b.n_rows()); ++row) {
     DI_CHECK(seq_of[size_t(row)] >= 0);
     const BatchSequence& s = b.seqs[size_t(seq_of[size_t(row)])];
-    uint8_t* entry = p.cache + slot_of(s, b.positions[size_t(row)], p.block_size) * bpt;
+    uint8_t* entry = p.cache + slot_of(s.block_tables[size_t(p.kind)], b.positions[size_t(row)], p.block_size) * bpt;
     const float* lat = p.latent + row * p.ld_latent;
     const float* pe = p.k_pe + row * p.ld_k_pe;
     switch (p.layout.dtype) {
@@ -86,7 +86,7 @@ void mla_kv_store(const MlaKvStoreParams& p) {
 
 void mla_attention(const MlaAttentionParams& p) {
   DI_CHECK(p.batch && p.cache && p.q_latent && p.q_pe && p.out_latent && p.n_heads > 0);
-  check_batch(*p.batch, p.block_size);
+  check_batch(*p.batch, p.block_size, p.kind);
   DI_CHECK(p.layout.dtype == DType::F32 || p.layout.dtype == DType::BF16 || p.layout.dtype == DType::F8_E4M3);
   DI_CHECK_MSG(p.score_dtype == DType::F32 || (p.score_dtype == DType::BF16 && p.layout.dtype == DType::BF16),
                "bf16 attention scores need a bf16 cache");

@@ -51,7 +51,7 @@ void widen_bf16(const uint16_t* src, int n, float* dst) {
 // The cache entry of position pos: [latent | k_pe] in the layout's dtype.
 inline const uint8_t* cache_entry(const MlaAttentionParams& p, const BatchSequence& s, int32_t pos) {
   return p.cache +
-         (size_t(s.block_table[pos / p.block_size]) * size_t(p.block_size) + size_t(pos % p.block_size)) *
+         (size_t(s.block_tables[size_t(p.kind)][pos / p.block_size]) * size_t(p.block_size) + size_t(pos % p.block_size)) *
              p.layout.bytes_per_token();
 }
 

@@ -64,8 +64,6 @@ DeepseekModel::DeepseekModel(ModelConfig c, Checkpoint ckpt, std::unique_ptr<Dee
   info_.vocab_size = config_.vocab_size;
   info_.n_layers = config_.num_hidden_layers;
   info_.max_position_embeddings = config_.max_position_embeddings;
-  info_.kv_lora_rank = config_.kv_lora_rank;
-  info_.qk_rope_head_dim = config_.qk_rope_head_dim;
   info_.eos_token_ids = config_.eos_token_ids;
   info_.bos_token_id = config_.bos_token_id;
   info_.n_params = weights_->n_params;
@@ -83,11 +81,20 @@ DeepseekModel::DeepseekModel(ModelConfig c, Checkpoint ckpt, std::unique_ptr<Dee
   }
 }
 
+Result<std::vector<KvKindSpec>> DeepseekModel::kv_kinds(DType cache_dtype, int block_size) const {
+  if (cache_dtype != DType::F32 && cache_dtype != DType::BF16 && cache_dtype != DType::F8_E4M3)
+    return Status::Error("the MLA latent cache is f32, bf16 or fp8, not " + std::string(dtype_name(cache_dtype)));
+  KvKindSpec latent;
+  latent.name = "latent";
+  latent.n_slabs = config_.num_hidden_layers;
+  latent.bytes_per_block = size_t(block_size) * cache_layout(cache_dtype).bytes_per_token();
+  return std::vector<KvKindSpec>{latent};
+}
+
 void DeepseekModel::forward(const ForwardBatch& b, const KvCacheView& kv, float* logits) {
   const ModelConfig& c = config_;
   const int64_t n = int64_t(b.n_rows()), d = c.hidden_size;
-  DI_CHECK(kv.layer_base.size() == size_t(c.num_hidden_layers));
-  DI_CHECK(kv.layout.kv_lora_rank == c.kv_lora_rank && kv.layout.qk_rope_head_dim == c.qk_rope_head_dim);
+  DI_CHECK(kv.kinds.size() == 1 && kv.kinds[0].slab_base.size() == size_t(c.num_hidden_layers));
   DI_CHECK(b.positions.size() == b.n_rows());
   for (int64_t r = 0; r < n; ++r) {
     DI_CHECK(b.token_ids[size_t(r)] >= 0 && b.token_ids[size_t(r)] < c.vocab_size);
@@ -145,17 +152,18 @@ void DeepseekModel::attention(int layer, const ForwardBatch& b, const KvCacheVie
   backend_.rope({kv_a + lat, lat + rd, 0, n, 1, int(rd), pos, rope_.inv_freq.data(), rope_.cos_sin_scale});
   backend_.rope({q + c.qk_nope_head_dim, H * qk, qk, n, int(H), int(rd), pos, rope_.inv_freq.data(), rope_.cos_sin_scale});
 
-  uint8_t* cache = kv.layer_base[size_t(layer)];
-  backend_.mla_kv_store({latent, lat, kv_a + lat, lat + rd, &b, cache, kv.layout, kv.block_size});
+  uint8_t* cache = kv.kinds[0].slab_base[size_t(layer)];
+  const MlaCacheLayout layout = cache_layout(kv.dtype);
+  backend_.mla_kv_store({latent, lat, kv_a + lat, lat + rd, &b, cache, layout, kv.block_size, 0});
 
   float* q_latent = sized(s_.q_latent, size_t(n * H * lat));
   backend_.mla_absorb_query({q, H * qk, qk, n, &a.kv_b_proj, int(H), c.qk_nope_head_dim, c.v_head_dim, q_latent});
   float* o_latent = sized(s_.o_latent, size_t(n * H * lat));
   // With bf16 activations and a bf16 cache, the scores are bf16 dot products too.
   const DType score_dtype =
-      info_.activation_dtype == DType::BF16 && kv.layout.dtype == DType::BF16 ? DType::BF16 : DType::F32;
+      info_.activation_dtype == DType::BF16 && kv.dtype == DType::BF16 ? DType::BF16 : DType::F32;
   backend_.mla_attention({q_latent, q + c.qk_nope_head_dim, H * qk, qk, o_latent, int(H), rope_.softmax_scale, &b,
-                          cache, kv.layout, kv.block_size, score_dtype});
+                          cache, layout, kv.block_size, 0, score_dtype});
   float* o = sized(s_.o, size_t(n * H * c.v_head_dim));
   backend_.mla_project_value({o_latent, n, &a.kv_b_proj, int(H), c.qk_nope_head_dim, c.v_head_dim, o});
   backend_.linear({o, H * c.v_head_dim, n, &a.o_proj, out, d});

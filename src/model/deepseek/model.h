@@ -22,6 +22,8 @@ class DeepseekModel final : public CausalLM {
                                                       Backend& backend);
 
   const CausalLMInfo& info() const override { return info_; }
+  // One kind, "latent": a slab per layer of [block_size] MlaCacheLayout entries per block.
+  Result<std::vector<KvKindSpec>> kv_kinds(DType cache_dtype, int block_size) const override;
   void forward(const ForwardBatch& batch, const KvCacheView& kv, float* logits) override;
 
   const ModelConfig& config() const { return config_; }
@@ -35,6 +37,9 @@ class DeepseekModel final : public CausalLM {
   void attention(int layer, const ForwardBatch& batch, const KvCacheView& kv, const float* h, float* out);
   void dense_mlp(const MlpWeights& w, const float* h, int64_t n, int64_t inter, float* out);
   void moe(const MoeWeights& w, const float* h, int64_t n, float* out);
+  MlaCacheLayout cache_layout(DType cache_dtype) const {
+    return {cache_dtype, config_.kv_lora_rank, config_.qk_rope_head_dim};
+  }
 
   ModelConfig config_;
   Checkpoint ckpt_;  // owns the mappings the weights point into

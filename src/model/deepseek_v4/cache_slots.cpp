@@ -1,6 +1,9 @@
 #include "model/deepseek_v4/cache_slots.h"
 
 #include <algorithm>
+#include <string>
+#include <tuple>
+#include <utility>
 #include <cmath>
 
 #include "core/check.h"
@@ -17,47 +20,107 @@ size_t n_scale_groups(const MlaCacheLayout& l) {
 
 }  // namespace
 
-V4CacheSlots V4CacheSlots::make(const std::vector<int>& compress_ratios, int head_dim, int rope_dim,
-                                int index_head_dim) {
+Result<V4CacheSlots> V4CacheSlots::make(const std::vector<int>& compress_ratios, int head_dim, int rope_dim,
+                                        int index_head_dim, int sliding_window, DType dtype, int block_size) {
+  if (dtype != DType::F32 && dtype != DType::BF16 && dtype != DType::F8_E4M3)
+    return Status::Error("the DeepSeek-V4 cache is f32, bf16 or fp8, not " + std::string(dtype_name(dtype)));
   V4CacheSlots s;
-  s.rope_dim = rope_dim;
+  s.block_size = block_size;
+  // The window kind of a lookback, made on first use.
+  auto window_kind = [&](int lookback, size_t entry_bytes) {
+    size_t k = 0;
+    while (k < s.kinds.size() && s.kinds[k].lookback != lookback) ++k;
+    if (k == s.kinds.size()) s.kinds.push_back({"window " + std::to_string(lookback + 1), 1, 0, lookback});
+    const size_t offset = s.kinds[k].bytes_per_block;
+    s.kinds[k].bytes_per_block += size_t(block_size) * entry_bytes;
+    return std::pair<int, size_t>{int(k), offset};
+  };
+  size_t compressed_bytes = 0;
   for (int ratio : compress_ratios) {
+    if (ratio > 0 && block_size % ratio != 0 && ratio % block_size != 0) {
+      return Status::Error("block size " + std::to_string(block_size) + " is neither a multiple nor a divisor of the "
+                           "compress ratio " + std::to_string(ratio) + " (use a power of two)");
+    }
     V4LayerSlots l;
-    int end = aligned(head_dim - rope_dim);
-    auto take = [&](int n) {
-      const int at = end;
-      end += aligned(n);
-      return at;
-    };
+    l.ratio = ratio;
+    l.kv = {dtype, aligned(head_dim - rope_dim), rope_dim};
+    std::tie(l.kv_kind, l.kv_offset) = window_kind(std::max(1, sliding_window - 1), l.kv.bytes_per_token());
     if (ratio > 0) {
       const int coff = ratio == 4 ? 2 : 1;
+      int end = 0;
+      auto take = [&](int n) {
+        const int at = end;
+        end += aligned(n);
+        return at;
+      };
       l.comp_kv = take(coff * head_dim);
       l.comp_score = take(coff * head_dim);
-      l.comp_entry = take(head_dim);
+      if (ratio == 4) {
+        l.idx_kv = take(2 * index_head_dim);
+        l.idx_score = take(2 * index_head_dim);
+      }
+      l.inputs = {dtype, end, 0};
+      std::tie(l.inputs_kind, l.inputs_offset) = window_kind(coff * ratio - 1, l.inputs.bytes_per_token());
+      l.entry = {dtype, head_dim - rope_dim, rope_dim};
+      l.slots_per_block = std::max(1, block_size / ratio);
+      l.entry_offset = compressed_bytes;
+      compressed_bytes += size_t(l.slots_per_block) * l.entry.bytes_per_token();
     }
     if (ratio == 4) {
-      l.idx_kv = take(2 * index_head_dim);
-      l.idx_score = take(2 * index_head_dim);
-      l.idx_key = take(index_head_dim);
+      l.key = {dtype, index_head_dim, 0};
+      l.key_offset = compressed_bytes;
+      compressed_bytes += size_t(l.slots_per_block) * l.key.bytes_per_token();
     }
-    s.latent_width = std::max(s.latent_width, end);
     s.layers.push_back(l);
   }
+  if (compressed_bytes > 0) {
+    s.compressed_kind = int(s.kinds.size());
+    s.kinds.push_back({"compressed", 1, compressed_bytes, 0});
+  }
+  if (s.kinds.size() > size_t(kMaxKvKinds)) return Status::Error("DeepSeek-V4 layout needs more than 4 cache kinds");
   return s;
 }
 
-V4CompactKvBytes v4_compact_kv_bytes(const std::vector<int>& compress_ratios, int head_dim, int rope_dim,
-                                     int index_head_dim, int sliding_window, bool fp8) {
-  const int nope = head_dim - rope_dim;
-  const size_t entry = fp8 ? size_t(nope + (nope + 63) / 64 + rope_dim * 2) : size_t(head_dim) * 2;
-  const size_t key = fp8 ? size_t(index_head_dim / 2 + (index_head_dim + 31) / 32) : size_t(index_head_dim) * 2;
-  V4CompactKvBytes b;
-  for (int ratio : compress_ratios) {
-    b.per_sequence += size_t(sliding_window) * entry;
-    if (ratio > 0) b.per_token += double(entry) / ratio;
-    if (ratio == 4) b.per_token += double(key) / 4;
-  }
-  return b;
+namespace {
+
+uint8_t* window_entry(const KvCacheView& kv, const BatchSequence& s, int kind, size_t offset, const MlaCacheLayout& e,
+                      int block_size, int32_t position) {
+  const int32_t block = s.block_tables[size_t(kind)][position / block_size];
+  DI_CHECK(block >= 0);  // a released window block is never read
+  return kv.kinds[size_t(kind)].block(0, block) + offset + size_t(position % block_size) * e.bytes_per_token();
+}
+
+// Block index and slot of group g's compressed entry (see the header).
+std::pair<int32_t, int> group_slot(int32_t group, int ratio, int block_size) {
+  const int32_t last = (group + 1) * ratio - 1;
+  return {last / block_size, ratio <= block_size ? (last % block_size) / ratio : 0};
+}
+
+}  // namespace
+
+uint8_t* V4CacheSlots::kv_entry(const KvCacheView& kv, const BatchSequence& s, int layer, int32_t position) const {
+  const V4LayerSlots& l = layers[size_t(layer)];
+  return window_entry(kv, s, l.kv_kind, l.kv_offset, l.kv, block_size, position);
+}
+
+uint8_t* V4CacheSlots::inputs_entry(const KvCacheView& kv, const BatchSequence& s, int layer, int32_t position) const {
+  const V4LayerSlots& l = layers[size_t(layer)];
+  DI_CHECK(l.inputs_kind >= 0);
+  return window_entry(kv, s, l.inputs_kind, l.inputs_offset, l.inputs, block_size, position);
+}
+
+uint8_t* V4CacheSlots::compressed_entry(const KvCacheView& kv, const BatchSequence& s, int layer, int32_t group) const {
+  const V4LayerSlots& l = layers[size_t(layer)];
+  const auto [block, slot] = group_slot(group, l.ratio, block_size);
+  return kv.kinds[size_t(compressed_kind)].block(0, s.block_tables[size_t(compressed_kind)][block]) + l.entry_offset +
+         size_t(slot) * l.entry.bytes_per_token();
+}
+
+uint8_t* V4CacheSlots::index_key(const KvCacheView& kv, const BatchSequence& s, int layer, int32_t group) const {
+  const V4LayerSlots& l = layers[size_t(layer)];
+  const auto [block, slot] = group_slot(group, l.ratio, block_size);
+  return kv.kinds[size_t(compressed_kind)].block(0, s.block_tables[size_t(compressed_kind)][block]) + l.key_offset +
+         size_t(slot) * l.key.bytes_per_token();
 }
 
 void store_latent(uint8_t* entry, const MlaCacheLayout& layout, int offset, const float* src, int n) {

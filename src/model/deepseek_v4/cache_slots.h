@@ -1,67 +1,74 @@
-// Where a DeepSeek-V4 layer keeps its state in the engine's paged per-token cache.
+// Where DeepSeek-V4 keeps its state in the engine's cache (CausalLM::kv_kinds).
 //
-// Every token owns one entry per layer (the KvCacheView's MlaCacheLayout: a "latent" part of
-// kv_lora_rank elements and a roped part of qk_rope_head_dim elements, in the cache dtype).
-// A V4 layer of compress ratio r puts there:
-//   kv_nope, rope part   the token's K=V (kv_norm, RoPE), read by the sliding window;
-//   comp_kv, comp_score  (r > 0) the compressor's per-token inputs: wkv x and wgate x + ape[t % r],
-//                        [coff * head_dim] each (coff = 2 when the windows overlap, ratio 4);
-//   comp_entry           (r > 0) at the last token of each group of r: the compressed entry
-//                        (softmax-pooled, normed, roped at the group's first position);
-//   idx_kv, idx_score, idx_key   (r == 4) the same for the indexer's compressor.
-// So the compressor state of an incomplete group is the per-token inputs of its tokens, and
-// every piece of state lives with the token whose step produced it: chunked prefill, preemption,
-// forks and prefix-cache hits restore it exactly like the V3 latent. Each region starts at a
-// multiple of 128 elements so that fp8 storage (per-128 scales) quantizes regions independently.
+// Window kinds (a lookback each): per token and layer, entries laid out like MLA latent entries
+// (MlaCacheLayout); a block holds, for each layer with an entry in that kind, [block_size] of them.
+//   kv entry      {dtype, aligned(head_dim - rope), rope}: the token's K=V (kv_norm, RoPE), read by
+//                 the sliding window: lookback sliding_window - 1;
+//   inputs entry  (r > 0) {dtype, width, 0}: the compressor's per-token inputs comp_kv, comp_score
+//                 (wkv x and wgate x + ape[t % r], [coff * head_dim] each, coff = 2 when the windows
+//                 overlap, ratio 4) and at r == 4 the indexer compressor's idx_kv, idx_score
+//                 ([2 * index_head_dim] each): lookback coff * r - 1, what completing a group reads.
+// So the state of an incomplete compression group is the per-token inputs of its tokens, kept
+// as long as a group can still need them. Entries of equal lookback share a kind (V4-Flash:
+// 127 for the window and the ratio-128 inputs, 7 for the ratio-4 inputs).
+// The compressed kind (kept for the whole sequence), only if some layer compresses: per layer of
+// ratio r, max(1, block_size / r) entry slots per block. Group g (tokens [g r, (g + 1) r)) has
+// its entry in the block of its last token (g + 1) r - 1, slot ((g + 1) r - 1) % block_size / r:
+//   entry  {dtype, head_dim - rope, rope}: softmax-pooled, normed, the last rope dims roped at
+//          the group's first position (bf16 under fp8);
+//   key    (r == 4) {dtype, index_head_dim, 0}: the indexer's compressed key.
+// Every piece of state is written by the step that computes its token into that token's blocks:
+// chunked prefill, preemption, forks, speculative rollback and prefix hits restore it exactly
+// like the V3 latent, and a prefix hit needs only the window blocks its lookbacks read.
+// Regions of an entry start at multiples of 128 elements so that fp8 storage (per-128 scales)
+// quantizes them independently.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "core/status.h"
 #include "model/forward_batch.h"
 
 namespace deepinfer {
 
-struct V4LayerSlots {  // element offsets in the latent part; -1: absent in this layer
-  int kv_nope = 0;     // [head_dim - qk_rope_head_dim]
-  int comp_kv = -1;    // [coff * head_dim]
-  int comp_score = -1; // [coff * head_dim]
-  int comp_entry = -1; // [head_dim]
-  int idx_kv = -1;     // [2 * index_head_dim]
-  int idx_score = -1;  // [2 * index_head_dim]
-  int idx_key = -1;    // [index_head_dim]
+struct V4LayerSlots {
+  int ratio = 0;
+  MlaCacheLayout kv;          // window kind kv_kind, at kv_offset of its blocks
+  int kv_kind = 0;
+  size_t kv_offset = 0;
+  MlaCacheLayout inputs;      // ratio > 0: window kind inputs_kind, at inputs_offset
+  int inputs_kind = -1;
+  size_t inputs_offset = 0;
+  int comp_kv = -1;           // element offsets in the inputs entry; -1: absent in this layer
+  int comp_score = -1;        // [coff * head_dim]
+  int idx_kv = -1;            // [2 * index_head_dim]
+  int idx_score = -1;         // [2 * index_head_dim]
+  MlaCacheLayout entry;       // ratio > 0: the compressed kind, slots_per_block entries at entry_offset
+  MlaCacheLayout key;         // ratio == 4: as many keys at key_offset
+  int slots_per_block = 0;
+  size_t entry_offset = 0;
+  size_t key_offset = 0;
 };
 
 struct V4CacheSlots {
   static constexpr int kRegionAlign = MlaCacheLayout::kFp8GroupSize;
-  int latent_width = 0;  // the cache's kv_lora_rank: the widest layer
-  int rope_dim = 0;      // the cache's qk_rope_head_dim
+  int block_size = 0;
+  std::vector<KvKindSpec> kinds;  // the window kinds, then the compressed one (if any)
+  int compressed_kind = -1;
   std::vector<V4LayerSlots> layers;
 
-  // compress_ratios per layer (MTP excluded).
-  static V4CacheSlots make(const std::vector<int>& compress_ratios, int head_dim, int rope_dim, int index_head_dim);
-};
+  // compress_ratios per layer (MTP excluded). An error unless every ratio divides the block
+  // size or is a multiple of it, and dtype is F32, BF16 or F8_E4M3.
+  static Result<V4CacheSlots> make(const std::vector<int>& compress_ratios, int head_dim, int rope_dim,
+                                   int index_head_dim, int sliding_window, DType dtype, int block_size);
 
-// KV bytes of the architecture's compact layout (what DeepSeek's own kernels keep), for
-// comparison with the per-token layout above: per token, amortized, one compressed entry per
-// `ratio` tokens in each compressed layer plus one indexer key per 4 tokens in each CSA layer;
-// per sequence, the sliding window's `sliding_window` raw entries in every layer.
-//   bf16: entries head_dim x 2 B, indexer keys index_head_dim x 2 B.
-//   fp8 (DeepSeek's layout): entries (head_dim - rope) e4m3 + one UE8M0 scale per 64 of them +
-//        rope x 2 B (bf16); indexer keys FP4 e2m1 (index_head_dim / 2 B) + one UE8M0 scale per 32.
-struct V4CompactKvBytes {
-  double per_token = 0;     // bytes per token of context, all layers
-  size_t per_sequence = 0;  // bytes of one sequence's full window, all layers
+  // The entries of `position` in `layer`, and the compressed entry and key of group g.
+  uint8_t* kv_entry(const KvCacheView& kv, const BatchSequence& s, int layer, int32_t position) const;
+  uint8_t* inputs_entry(const KvCacheView& kv, const BatchSequence& s, int layer, int32_t position) const;
+  uint8_t* compressed_entry(const KvCacheView& kv, const BatchSequence& s, int layer, int32_t group) const;
+  uint8_t* index_key(const KvCacheView& kv, const BatchSequence& s, int layer, int32_t group) const;
 };
-V4CompactKvBytes v4_compact_kv_bytes(const std::vector<int>& compress_ratios, int head_dim, int rope_dim,
-                                     int index_head_dim, int sliding_window, bool fp8);
-
-// The entry of `position` in one layer's paged cache (block table of its sequence).
-inline uint8_t* cache_entry(uint8_t* layer_base, const MlaCacheLayout& layout, int block_size,
-                            const int32_t* block_table, int32_t position) {
-  const size_t slot = size_t(block_table[position / block_size]) * size_t(block_size) + size_t(position % block_size);
-  return layer_base + slot * layout.bytes_per_token();
-}
 
 // Latent elements [offset, offset + n) of one entry, from or to f32; offset must start a region
 // (fp8: each 128-group gets scale amax / 448 from the values written).

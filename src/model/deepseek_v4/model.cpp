@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 #include "core/check.h"
 #include "model/deepseek/yarn_rope.h"
@@ -49,8 +48,7 @@ DeepseekV4Model::DeepseekV4Model(DeepseekV4Config c, Checkpoint ckpt, std::uniqu
                                  Backend& backend)
     : config_(std::move(c)), ckpt_(std::move(ckpt)), weights_(std::move(w)), backend_(backend) {
   const DeepseekV4Config& cf = config_;
-  slots_ = V4CacheSlots::make(std::vector<int>(cf.compress_ratios.begin(), cf.compress_ratios.begin() + cf.num_hidden_layers),
-                              cf.head_dim, cf.qk_rope_head_dim, cf.index_head_dim);
+  layer_ratios_.assign(cf.compress_ratios.begin(), cf.compress_ratios.begin() + cf.num_hidden_layers);
   hc_ = {cf.hc_mult, cf.hidden_size, cf.hc_sinkhorn_iters, float(cf.hc_eps), float(cf.rms_norm_eps)};
   window_inv_freq_ = yarn_inv_freq(cf.qk_rope_head_dim, cf.rope_theta, RopeScaling{});
   compress_inv_freq_ = yarn_inv_freq(cf.qk_rope_head_dim, cf.compress_rope_theta, cf.rope_scaling);
@@ -58,30 +56,30 @@ DeepseekV4Model::DeepseekV4Model(DeepseekV4Config c, Checkpoint ckpt, std::uniqu
   info_.vocab_size = cf.vocab_size;
   info_.n_layers = cf.num_hidden_layers;
   info_.max_position_embeddings = cf.max_position_embeddings;
-  info_.kv_lora_rank = slots_.latent_width;
-  info_.qk_rope_head_dim = slots_.rope_dim;
   info_.eos_token_ids = cf.eos_token_ids;
   info_.bos_token_id = cf.bos_token_id;
   info_.n_params = weights_->n_params;
   info_.n_weight_bytes = weights_->n_bytes;
-  const std::vector<int> ratios(cf.compress_ratios.begin(), cf.compress_ratios.begin() + cf.num_hidden_layers);
-  const V4CompactKvBytes bf16 = v4_compact_kv_bytes(ratios, cf.head_dim, cf.qk_rope_head_dim, cf.index_head_dim,
-                                                    cf.sliding_window, false);
-  const V4CompactKvBytes fp8 = v4_compact_kv_bytes(ratios, cf.head_dim, cf.qk_rope_head_dim, cf.index_head_dim,
-                                                   cf.sliding_window, true);
-  char note[384];
-  std::snprintf(note, sizeof note,
-                "per-token entries hold window K=V, compressor inputs and compressed entries; DeepSeek-V4's compact "
-                "layout would be %.1f B/token + %zu B/sequence (bf16), %.1f B/token + %zu B/sequence (fp8)",
-                bf16.per_token, bf16.per_sequence, fp8.per_token, fp8.per_sequence);
-  info_.kv_note = note;
+}
+
+Result<V4CacheSlots> DeepseekV4Model::cache_slots(DType cache_dtype, int block_size) const {
+  const DeepseekV4Config& c = config_;
+  return V4CacheSlots::make(layer_ratios_, c.head_dim, c.qk_rope_head_dim, c.index_head_dim, c.sliding_window,
+                            cache_dtype, block_size);
+}
+
+Result<std::vector<KvKindSpec>> DeepseekV4Model::kv_kinds(DType cache_dtype, int block_size) const {
+  DI_ASSIGN_OR_RETURN(const V4CacheSlots slots, cache_slots(cache_dtype, block_size));
+  return slots.kinds;
 }
 
 void DeepseekV4Model::forward(const ForwardBatch& b, const KvCacheView& kv, float* logits) {
   const DeepseekV4Config& c = config_;
   const int64_t n = int64_t(b.n_rows()), d = c.hidden_size, hc = c.hc_mult;
-  DI_CHECK(kv.layer_base.size() == size_t(c.num_hidden_layers));
-  DI_CHECK(kv.layout.kv_lora_rank == slots_.latent_width && kv.layout.qk_rope_head_dim == slots_.rope_dim);
+  auto slots = cache_slots(kv.dtype, kv.block_size);
+  DI_CHECK(slots.ok());
+  slots_ = std::move(slots).value();
+  DI_CHECK(kv.kinds.size() == slots_.kinds.size());
   DI_CHECK(b.positions.size() == b.n_rows());
   for (int64_t r = 0; r < n; ++r) {
     DI_CHECK(b.token_ids[size_t(r)] >= 0 && b.token_ids[size_t(r)] < c.vocab_size);
@@ -123,8 +121,10 @@ void DeepseekV4Model::forward(const ForwardBatch& b, const KvCacheView& kv, floa
   backend_.linear({xn, d, n_out, &weights_->head, logits, c.vocab_size});
 }
 
-void DeepseekV4Model::compress(const CompressorWeights& w, int inputs_kv, int inputs_score, int entry_offset,
-                               const ForwardBatch& b, uint8_t* layer_base, const KvCacheView& kv, const float* xn) {
+void DeepseekV4Model::compress(const CompressorWeights& w, int layer, bool index_keys, const ForwardBatch& b,
+                               const KvCacheView& kv, const float* xn) {
+  const V4LayerSlots& slot = slots_.layers[size_t(layer)];
+  const int inputs_kv = index_keys ? slot.idx_kv : slot.comp_kv, inputs_score = index_keys ? slot.idx_score : slot.comp_score;
   const int64_t n = int64_t(b.n_rows()), width = int64_t(w.coff()) * w.dim;
   const int rd = config_.qk_rope_head_dim;
   float* ckv = sized(s_.ckv, size_t(n * width));
@@ -132,9 +132,9 @@ void DeepseekV4Model::compress(const CompressorWeights& w, int inputs_kv, int in
   compressor_token_inputs(backend_, w, xn, config_.hidden_size, n, b.positions.data(), ckv, cscore);
   for (int64_t r = 0; r < n; ++r) {
     const BatchSequence& s = b.seqs[size_t(s_.row_seq[size_t(r)])];
-    uint8_t* e = cache_entry(layer_base, kv.layout, kv.block_size, s.block_table, b.positions[size_t(r)]);
-    store_latent(e, kv.layout, inputs_kv, ckv + r * width, int(width));
-    store_latent(e, kv.layout, inputs_score, cscore + r * width, int(width));
+    uint8_t* e = slots_.inputs_entry(kv, s, layer, b.positions[size_t(r)]);
+    store_latent(e, slot.inputs, inputs_kv, ckv + r * width, int(width));
+    store_latent(e, slot.inputs, inputs_score, cscore + r * width, int(width));
   }
   // Rows that complete a group pool it from the cached inputs (so a group split across steps
   // pools the same values as one computed in a single step).
@@ -150,17 +150,22 @@ void DeepseekV4Model::compress(const CompressorWeights& w, int inputs_kv, int in
     float* tkv = sized(rs.token_kv, size_t((n_prev + w.ratio) * width));
     float* tscore = sized(rs.token_score, size_t((n_prev + w.ratio) * width));
     for (int t = 0; t < n_prev + w.ratio; ++t) {
-      const uint8_t* e = cache_entry(layer_base, kv.layout, kv.block_size, s.block_table, first + t);
-      load_latent(e, kv.layout, inputs_kv, tkv + t * width, int(width));
-      load_latent(e, kv.layout, inputs_score, tscore + t * width, int(width));
+      const uint8_t* e = slots_.inputs_entry(kv, s, layer, first + t);
+      load_latent(e, slot.inputs, inputs_kv, tkv + t * width, int(width));
+      load_latent(e, slot.inputs, inputs_score, tscore + t * width, int(width));
     }
     float* entry = sized(rs.entry, size_t(w.dim));
     compressor_pool(w, tkv, tscore, n_prev, entry);
     backend_.rms_norm({entry, w.dim, entry, w.dim, 1, w.dim, w.norm.data(), float(config_.rms_norm_eps)});
     const int32_t entry_pos = group * w.ratio;
     backend_.rope({entry + w.dim - rd, 0, 0, 1, 1, rd, &entry_pos, compress_inv_freq_.data(), 1.0f});
-    store_latent(cache_entry(layer_base, kv.layout, kv.block_size, s.block_table, pos), kv.layout, entry_offset, entry,
-                 w.dim);
+    if (index_keys) {
+      store_latent(slots_.index_key(kv, s, layer, group), slot.key, 0, entry, w.dim);
+    } else {
+      uint8_t* e = slots_.compressed_entry(kv, s, layer, group);
+      store_latent(e, slot.entry, 0, entry, w.dim - rd);
+      store_rope(e, slot.entry, entry + w.dim - rd);
+    }
   }
 }
 
@@ -174,7 +179,6 @@ void DeepseekV4Model::attention(int layer, const ForwardBatch& b, const KvCacheV
   const float eps = float(c.rms_norm_eps);
   const float* inv_freq = ratio > 0 ? compress_inv_freq_.data() : window_inv_freq_.data();
   const int32_t* pos = b.positions.data();
-  uint8_t* layer_base = kv.layer_base[size_t(layer)];
 
   float* qr = sized(s_.qr, size_t(n * c.q_lora_rank));
   backend_.linear({xn, d, n, &a.wq_a, qr, c.q_lora_rank});
@@ -195,16 +199,16 @@ void DeepseekV4Model::attention(int layer, const ForwardBatch& b, const KvCacheV
   backend_.rope({kvr + hd - rd, hd, 0, n, 1, rd, pos, inv_freq, 1.0f});
   for (int64_t r = 0; r < n; ++r) {
     const BatchSequence& s = b.seqs[size_t(s_.row_seq[size_t(r)])];
-    uint8_t* e = cache_entry(layer_base, kv.layout, kv.block_size, s.block_table, pos[r]);
-    store_latent(e, kv.layout, slot.kv_nope, kvr + r * hd, int(hd - rd));
-    store_rope(e, kv.layout, kvr + r * hd + hd - rd);
+    uint8_t* e = slots_.kv_entry(kv, s, layer, pos[r]);
+    store_latent(e, slot.kv, 0, kvr + r * hd, int(hd - rd));
+    store_rope(e, slot.kv, kvr + r * hd + hd - rd);
   }
-  if (ratio > 0) compress(a.compressor, slot.comp_kv, slot.comp_score, slot.comp_entry, b, layer_base, kv, xn);
+  if (ratio > 0) compress(a.compressor, layer, false, b, kv, xn);
   const IndexerWeights& ix = a.indexer;
   float* iq = nullptr;
   float* iw = nullptr;
   if (ratio == 4) {
-    compress(ix.compressor, slot.idx_kv, slot.idx_score, slot.idx_key, b, layer_base, kv, xn);
+    compress(ix.compressor, layer, true, b, kv, xn);
     iq = sized(s_.iq, size_t(n * ix.n_heads * ix.head_dim));
     backend_.linear({qr, c.q_lora_rank, n, &ix.wq_b, iq, int64_t(ix.n_heads) * ix.head_dim});
     backend_.rope({iq + ix.head_dim - rd, int64_t(ix.n_heads) * ix.head_dim, ix.head_dim, n, ix.n_heads, rd, pos,
@@ -222,10 +226,8 @@ void DeepseekV4Model::attention(int layer, const ForwardBatch& b, const KvCacheV
     for (size_t si = 0; si < b.seqs.size(); ++si) {
       const BatchSequence& s = b.seqs[si];
       float* keys = s_.index_keys.data() + s_.index_key_offset[si];
-      for (int w = 0; w < s.n_ctx / ratio; ++w) {
-        const uint8_t* e = cache_entry(layer_base, kv.layout, kv.block_size, s.block_table, w * ratio + ratio - 1);
-        load_latent(e, kv.layout, slot.idx_key, keys + size_t(w) * size_t(ix.head_dim), ix.head_dim);
-      }
+      for (int w = 0; w < s.n_ctx / ratio; ++w)
+        load_latent(slots_.index_key(kv, s, layer, w), slot.key, 0, keys + size_t(w) * size_t(ix.head_dim), ix.head_dim);
     }
   }
 
@@ -250,13 +252,14 @@ void DeepseekV4Model::attention(int layer, const ForwardBatch& b, const KvCacheV
     }
     float* keys = sized(rs.keys, size_t(n_window + n_selected) * size_t(hd));
     for (int t = 0; t < n_window; ++t) {
-      const uint8_t* e = cache_entry(layer_base, kv.layout, kv.block_size, s.block_table, first + t);
-      load_latent(e, kv.layout, slot.kv_nope, keys + t * hd, int(hd - rd));
-      load_rope(e, kv.layout, keys + t * hd + hd - rd);
+      const uint8_t* e = slots_.kv_entry(kv, s, layer, first + t);
+      load_latent(e, slot.kv, 0, keys + t * hd, int(hd - rd));
+      load_rope(e, slot.kv, keys + t * hd + hd - rd);
     }
     for (int i = 0; i < n_selected; ++i) {
-      const uint8_t* e = cache_entry(layer_base, kv.layout, kv.block_size, s.block_table, selected[i] * ratio + ratio - 1);
-      load_latent(e, kv.layout, slot.comp_entry, keys + (n_window + i) * hd, int(hd));
+      const uint8_t* e = slots_.compressed_entry(kv, s, layer, selected[i]);
+      load_latent(e, slot.entry, 0, keys + (n_window + i) * hd, int(hd - rd));
+      load_rope(e, slot.entry, keys + (n_window + i) * hd + hd - rd);
     }
     sink_attention(backend_, q + r * H * hd, int(H), int(hd), keys, n_window + n_selected, a.sink.data(), scale,
                    o + r * H * hd, rs.scores);

@@ -2,9 +2,10 @@
 // weights dequantized in the kernels, wiring the parts of this folder: hyper-connections around
 // every sublayer, attention with sinks over a sliding window plus compressed entries (all of
 // them at HCA layers, the indexer's top-k at CSA layers), grouped low-rank output, and the
-// sqrtsoftplus / hash-routed MoE with clamped routed experts. Its per-token state lives in the
-// engine's paged cache as cache_slots.h lays it out, written before it is read, so a row's
-// result depends only on its own sequence (batch invariance, chunking, prefix caching).
+// sqrtsoftplus / hash-routed MoE with clamped routed experts. Its state lives in the engine's
+// cache kinds as cache_slots.h lays them out (a window of per-token state, compressed entries),
+// written before it is read, so a row's result depends only on its own sequence (batch
+// invariance, chunking, prefix caching).
 #pragma once
 
 #include <memory>
@@ -27,11 +28,12 @@ class DeepseekV4Model final : public CausalLM {
                                                         Backend& backend);
 
   const CausalLMInfo& info() const override { return info_; }
+  Result<std::vector<KvKindSpec>> kv_kinds(DType cache_dtype, int block_size) const override;
   void forward(const ForwardBatch& batch, const KvCacheView& kv, float* logits) override;
 
   const DeepseekV4Config& config() const { return config_; }
   const DeepseekV4Weights& weights() const { return *weights_; }
-  const V4CacheSlots& cache_slots() const { return slots_; }
+  Result<V4CacheSlots> cache_slots(DType cache_dtype, int block_size) const;
 
  private:
   DeepseekV4Model(DeepseekV4Config c, Checkpoint ckpt, std::unique_ptr<DeepseekV4Weights> w, Backend& backend);
@@ -39,15 +41,17 @@ class DeepseekV4Model final : public CausalLM {
   // xn: the sublayer's normed input [n, hidden]; out: [n, hidden].
   void attention(int layer, const ForwardBatch& b, const KvCacheView& kv, const float* xn, float* out);
   void ffn(int layer, const ForwardBatch& b, const float* xn, float* out);
-  // Writes each row's compressor inputs, then the entries of the groups that rows complete.
-  void compress(const CompressorWeights& w, int inputs_kv, int inputs_score, int entry_offset,
-                const ForwardBatch& b, uint8_t* layer_base, const KvCacheView& kv, const float* xn);
+  // Writes each row's compressor inputs (the attention's, or with index_keys the indexer's), then
+  // the entries (or indexer keys) of the groups that rows complete.
+  void compress(const CompressorWeights& w, int layer, bool index_keys, const ForwardBatch& b, const KvCacheView& kv,
+                const float* xn);
 
   DeepseekV4Config config_;
   Checkpoint ckpt_;  // owns the mappings the weights point into
   std::unique_ptr<DeepseekV4Weights> weights_;
   Backend& backend_;
-  V4CacheSlots slots_;
+  std::vector<int> layer_ratios_;  // compress_ratios without the MTP block's
+  V4CacheSlots slots_;             // for the cache of the current forward
   HyperConnectionDims hc_;
   std::vector<float> window_inv_freq_;    // [rope / 2] rope_theta, sliding-only layers
   std::vector<float> compress_inv_freq_;  // [rope / 2] compress_rope_theta with YaRN
