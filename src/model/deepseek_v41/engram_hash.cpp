@@ -134,12 +134,14 @@ Status engram_token_texts(const std::string& model_dir, int vocab_size, std::vec
 
 void EngramLayerHash::rows(const int32_t* ids, int64_t* out) const {
   const int N = int(multipliers.size());
-  int64_t h = 0;
+  // Ids below C and multipliers below INT64_MAX / C never overflow, so unsigned arithmetic gives
+  // the reference's int64 values; on other ids (a cache holding garbage) rows stay in the table.
+  uint64_t h = 0;
   for (int i = 0; i < N; ++i) {
-    h ^= int64_t(ids[i]) * multipliers[size_t(i)];  // ids < C, multipliers < INT64_MAX / C: no overflow
+    h ^= uint64_t(uint32_t(ids[i])) * uint64_t(multipliers[size_t(i)]);
     if (i == 0) continue;
     const std::vector<int64_t>& p = primes[size_t(i - 1)];
-    for (size_t k = 0; k < p.size(); ++k) *out++ = offsets[size_t(i - 1)][k] + h % p[k];
+    for (size_t k = 0; k < p.size(); ++k) *out++ = offsets[size_t(i - 1)][k] + int64_t(h % uint64_t(p[k]));
   }
 }
 
