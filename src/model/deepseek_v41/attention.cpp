@@ -109,25 +109,18 @@ void DeepseekV41Model::compress(int layer, const ForwardBatch& b, const KvCacheV
       v41_kv_store(layout_.key_format, key + j * ihd, int(ihd), e + layout_.entry_bytes);
     }
   }
-  // Every sequence's entries and keys, dequantized, for this source and the layers reusing it.
-  s_.entry_offset.assign(b.seqs.size() + 1, 0);
+  // Every sequence's indexer keys, dequantized, for this source and the layers re-indexing it
+  // (the attention reads only the selected entries, from the cache).
   s_.key_offset.assign(b.seqs.size() + 1, 0);
-  for (size_t si = 0; si < b.seqs.size(); ++si) {
-    const size_t groups = size_t(b.seqs[si].n_ctx / r);
-    s_.entry_offset[si + 1] = s_.entry_offset[si] + groups * size_t(hd);
-    s_.key_offset[si + 1] = s_.key_offset[si] + groups * size_t(ihd);
-  }
-  sized(s_.entries, s_.entry_offset.back());
+  for (size_t si = 0; si < b.seqs.size(); ++si)
+    s_.key_offset[si + 1] = s_.key_offset[si] + size_t(b.seqs[si].n_ctx / r) * size_t(ihd);
   sized(s_.keys, s_.key_offset.back());
 #pragma omp parallel for schedule(dynamic, 1) if (b.seqs.size() > 1)
   for (size_t si = 0; si < b.seqs.size(); ++si) {
     const BatchSequence& s = b.seqs[si];
-    for (int g = 0; g < s.n_ctx / r; ++g) {
-      const uint8_t* e = layout_.compressed_entry(kv, s, layer, g);
-      v41_kv_load(layout_.entry_format, e, int(hd), s_.entries.data() + s_.entry_offset[si] + size_t(g) * size_t(hd));
-      v41_kv_load(layout_.key_format, e + layout_.entry_bytes, int(ihd),
+    for (int g = 0; g < s.n_ctx / r; ++g)
+      v41_kv_load(layout_.key_format, layout_.compressed_entry(kv, s, layer, g) + layout_.entry_bytes, int(ihd),
                   s_.keys.data() + s_.key_offset[si] + size_t(g) * size_t(ihd));
-    }
   }
 }
 
@@ -218,7 +211,7 @@ void DeepseekV41Model::attention(int layer, const ForwardBatch& b, const KvCache
     for (int j = 0; j < n_selected; ++j) {
       const int32_t g = (*sel)[size_t(j)];
       DI_CHECK(source >= 0 && g < (p + 1) / ratio);
-      std::copy_n(s_.entries.data() + s_.entry_offset[size_t(si)] + size_t(g) * size_t(hd), hd, keys + (n_window + j) * hd);
+      v41_kv_load(layout_.entry_format, layout_.compressed_entry(kv, s, source, g), int(hd), keys + (n_window + j) * hd);
     }
     sink_attention(backend_, q + i * H * hd, int(H), int(hd), keys, n_window + n_selected, a.sink.data(), scale,
                    o + i * H * hd, rs.scores);
