@@ -13,8 +13,18 @@ import pytest
 TIME_TOL_MS = 5.0
 
 
+# A loaded machine delays a few responses by tens of milliseconds (one late thread wake-up is
+# one sample of the p99): the tails may exceed what the stub was told by up to this much, never
+# fall short of it.
+TAIL_SLACK_MS = 60.0
+
+
 def close(actual, expected, rel=0.02, abs_ms=TIME_TOL_MS):
     return abs(actual - expected) <= max(abs_ms, rel * abs(expected))
+
+
+def tail_close(actual, expected):
+    return expected - TIME_TOL_MS <= actual <= expected + TAIL_SLACK_MS
 
 
 def expected_gaps(n_out, itl_ms, stall_every, stall_ms):
@@ -39,9 +49,11 @@ def test_known_timings_give_known_percentiles(stub, bench_serve):
     itls = gaps * len(records)
     tpot = sum(gaps) / (n_out - 1)
     for key, values in [("ttft_ms", ttfts), ("itl_ms", itls), ("e2e_ms", [t + sum(gaps) for t in ttfts])]:
-        for stat, q in [("median", 50), ("p90", 90), ("p99", 99)]:
-            assert close(run[key][stat], np.percentile(values, q)), (key, stat, run[key][stat], np.percentile(values, q))
-        assert close(run[key]["mean"], np.mean(values)), (key, run[key]["mean"])
+        assert close(run[key]["median"], np.median(values)), (key, run[key]["median"], np.median(values))
+        for stat, q in [("p90", 90), ("p99", 99)]:
+            expected = np.percentile(values, q)
+            assert tail_close(run[key][stat], expected), (key, stat, run[key][stat], expected)
+        assert close(run[key]["mean"], np.mean(values), abs_ms=TIME_TOL_MS + TAIL_SLACK_MS / 8), (key, run[key]["mean"])
     assert close(run["tpot_ms"]["median"], tpot, abs_ms=TIME_TOL_MS / (n_out - 1))
     assert 1000 / run["user_output_tokens_per_s"]["p50"] == pytest.approx(tpot, abs=TIME_TOL_MS / (n_out - 1))
 
