@@ -21,6 +21,22 @@ double log_sum_exp(std::span<const float> x) {
   return double(m) + std::log(s);
 }
 
+// The allowed id with the highest raw logit (NaN counts as -inf), the lowest among equals.
+int32_t best_allowed(std::span<const float> logits, std::span<const uint32_t> allowed) {
+  int32_t best = -1;
+  float best_value = kNegInf;
+  for (size_t i = 0; i < logits.size(); ++i) {
+    if (!mask_allows(allowed, int32_t(i))) continue;
+    const float v = std::isnan(logits[i]) ? kNegInf : logits[i];
+    if (best < 0 || v > best_value) {
+      best = int32_t(i);
+      best_value = v;
+    }
+  }
+  DI_CHECK(best >= 0);  // the caller's mask allows at least one token
+  return best;
+}
+
 }  // namespace
 
 int32_t argmax(std::span<const float> values) {
@@ -35,11 +51,15 @@ Sampler::Sampler(int vocab_size) : vocab_size_(vocab_size), work_(size_t(vocab_s
 
 SampledToken Sampler::sample(std::span<const float> logits, const SamplingParams& params,
                              std::span<const int32_t> tokens, int n_prompt,
-                             std::span<const int32_t> eos_token_ids, uint64_t seed, int sample_index) {
+                             std::span<const int32_t> eos_token_ids, uint64_t seed, int sample_index,
+                             std::span<const uint32_t> allowed) {
   DI_CHECK(int(logits.size()) == vocab_size_ && n_prompt <= int(tokens.size()));
-  process(logits, params, tokens, n_prompt, eos_token_ids);
+  process(logits, params, tokens, n_prompt, eos_token_ids, allowed);
   SampledToken out;
-  if (params.greedy() || work_[size_t(argmax(work_))] == kNegInf) {
+  const bool none_finite = work_[size_t(argmax(work_))] == kNegInf;
+  if (none_finite && !allowed.empty()) {
+    out.token = best_allowed(logits, allowed);
+  } else if (params.greedy() || none_finite) {
     out.token = argmax(work_);
   } else {
     const uint64_t n_output = tokens.size() - size_t(n_prompt);
@@ -60,7 +80,7 @@ SampledToken Sampler::sample(std::span<const float> logits, const SamplingParams
 }
 
 void Sampler::process(std::span<const float> logits, const SamplingParams& params, std::span<const int32_t> tokens,
-                      int n_prompt, std::span<const int32_t> eos_token_ids) {
+                      int n_prompt, std::span<const int32_t> eos_token_ids, std::span<const uint32_t> allowed) {
   // A NaN logit (a numerical fault upstream) is never chosen.
   std::transform(logits.begin(), logits.end(), work_.begin(), [](float v) { return std::isnan(v) ? kNegInf : v; });
   for (const auto& [id, bias] : params.logit_bias) work_[size_t(id)] += bias;  // -inf stays -inf
@@ -89,6 +109,15 @@ void Sampler::process(std::span<const float> logits, const SamplingParams& param
       for (int32_t id : eos_token_ids) work_[size_t(id)] = kNegInf;
     }
     for (int32_t id : params.stop_token_ids) work_[size_t(id)] = kNegInf;
+  }
+  if (!allowed.empty()) {
+    for (size_t w = 0; w * 32 < work_.size(); ++w) {
+      const uint32_t bits = w < allowed.size() ? allowed[w] : 0u;
+      if (bits == ~0u) continue;
+      const size_t end = std::min(work_.size(), (w + 1) * 32);
+      for (size_t i = w * 32; i < end; ++i)
+        if (!(bits >> (i - w * 32) & 1u)) work_[i] = kNegInf;
+    }
   }
 }
 

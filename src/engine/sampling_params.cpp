@@ -32,6 +32,13 @@ Status SamplingParams::validate(int vocab_size) const {
   }
   if (max_tokens < 0) return bad("max_tokens must be >= 1 (0: as many as fit)");
   if (min_tokens < 0 || (max_tokens > 0 && min_tokens > max_tokens)) return bad("min_tokens must be in [0, max_tokens]");
+  if (constraint) {
+    if (!constraint->masks) return bad("constraint has no grammar");
+    if (constraint->masks->vocabulary().size() > size_t(vocab_size))
+      return bad("constraint is over a vocabulary larger than the model's");
+    if (constraint->start_after_token != -1 && !in_vocab(constraint->start_after_token, vocab_size))
+      return bad("constraint starts after a token that is not in the vocabulary");
+  }
   return Status::Ok();
 }
 

@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
 
 #include "core/status.h"
+#include "engine/grammar_constraint.h"
 
 namespace deepinfer {
 
@@ -32,6 +34,8 @@ struct SamplingParams {
   bool ignore_eos = false;         // do not stop at the model's eos tokens
   int min_tokens = 0;              // eos and stop tokens cannot be sampled before this many
   int max_tokens = 0;              // finish with "length" after this many; 0: up to max_model_len
+  // Structured output: only tokens its grammar allows (SequenceGrammars); null: unconstrained.
+  std::shared_ptr<const GrammarConstraint> constraint;
 
   bool greedy() const { return temperature < kMinSamplingTemperature; }
   bool wants_logprobs() const { return logprobs || top_logprobs > 0; }

@@ -1,0 +1,58 @@
+// SequenceGrammars: the grammar matchers of the engine's constrained sequences, and sampling
+// under them (structured output). Every constrained sample has its own GrammarMatcher (the n
+// samples of a request diverge); the matchers of one grammar share its mask cache.
+//
+// Per token: while the constraint is active, the mask of the sequence's state goes to the
+// Sampler (disallowed tokens get -inf; end ids are allowed exactly where the grammar accepts),
+// and the sampled token advances the matcher. Before a reasoning model closes its reasoning
+// (GrammarConstraint::start_after_token) tokens are sampled unmasked, and the token that closes
+// it activates the constraint. A sampled token reports, in SampledToken::grammar_finish, kStop
+// once the grammar is complete and nothing may follow it (an end id accepted, or a terminal
+// state: the sequence stops there without spending a step on an end id) and kError once the
+// matcher failed (AutomatonLimits passed, or no token allowed), so no constrained output ends in
+// an invalid state except by max_tokens (finish_reason length) or an error.
+//
+// Determinism: the mask depends only on the sequence's own tokens, never on its batch
+// neighbours (the shared cache memoizes, it does not change answers).
+// Engine thread only (the mask caches inside are thread-safe, the matchers are not).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/grammar_constraint.h"
+#include "engine/sampler.h"
+#include "grammar/grammar_matcher.h"
+
+namespace deepinfer {
+
+class SequenceGrammars {
+ public:
+  // Tracks sequence `seq_id` under `constraint`; nothing when it is null.
+  void add(int64_t seq_id, const std::shared_ptr<const GrammarConstraint>& constraint);
+  // A sample forked from `parent_id` starts from a copy of the parent's matcher.
+  void fork(int64_t parent_id, int64_t child_id);
+  void remove(int64_t seq_id);
+  bool constrains(int64_t seq_id) const { return entries_.count(seq_id) != 0; }
+
+  // Sampler::sample for sequence `seq_id` (its tokens so far: `tokens`), masked when its
+  // constraint is active, and the matcher advanced by the result.
+  SampledToken sample(Sampler& sampler, int64_t seq_id, std::span<const float> logits, const SamplingParams& params,
+                      std::span<const int32_t> tokens, int n_prompt, std::span<const int32_t> eos_token_ids,
+                      uint64_t seed, int sample_index);
+
+ private:
+  struct Entry {
+    std::shared_ptr<const GrammarConstraint> constraint;
+    grammar::GrammarMatcher matcher;
+    bool active = false;  // the constraint applies (reasoning, if any, is over)
+  };
+
+  std::unordered_map<int64_t, Entry> entries_;
+  std::vector<uint32_t> mask_;  // scratch: one sequence's allowed-token bitmask
+};
+
+}  // namespace deepinfer
