@@ -74,6 +74,50 @@ class Fields {
   std::optional<ApiError> error_;
 };
 
+// response_format {"type": "text" | "json_object" | "json_schema", "json_schema": {"name",
+// "schema", "strict"}}, and the extensions "regex" and "grammar": at most one constraint.
+// json_schema constrains to the schema as written whether or not "strict" is set.
+void parse_constraint(Fields& f, OutputConstraint& c) {
+  using Kind = OutputConstraint::Kind;
+  int n_given = 0;
+  if (const json* rf = f.get("response_format")) {
+    const std::optional<std::string> type = rf->is_object() ? string_member(*rf, "type") : std::nullopt;
+    if (!type) return f.fail("response_format", "'response_format' must be an object with a string 'type'");
+    if (*type == "json_object") {
+      c.kind = Kind::kJsonObject;
+    } else if (*type == "json_schema") {
+      const json* js = find_member(*rf, "json_schema");
+      if (!js || !js->is_object())
+        return f.fail("response_format", "'response_format.json_schema' must be an object with 'name' and 'schema'");
+      const json* name = find_member(*js, "name");
+      if (name && !name->is_string()) return f.fail("response_format", "'response_format.json_schema.name' must be a string");
+      const json* strict = find_member(*js, "strict");
+      if (strict && !strict->is_null() && !strict->is_boolean())
+        return f.fail("response_format", "'response_format.json_schema.strict' must be true or false");
+      const json* schema = find_member(*js, "schema");
+      if (!schema || !(schema->is_object() || schema->is_boolean()))
+        return f.fail("response_format", "'response_format.json_schema.schema' must be a JSON Schema (an object)");
+      c.kind = Kind::kJsonSchema;
+      c.text = schema->dump();
+    } else if (*type != "text") {
+      return f.fail("response_format", "'response_format.type' must be text, json_object or json_schema, got '" + *type + "'");
+    }
+    if (c.kind != Kind::kNone) {
+      c.param = "response_format";
+      ++n_given;
+    }
+  }
+  for (const auto& [key, kind] : {std::pair{"regex", Kind::kRegex}, std::pair{"grammar", Kind::kGrammar}}) {
+    const json* v = f.get(key);
+    if (!v) continue;
+    if (!v->is_string()) return f.fail(key, std::string("'") + key + "' must be a string");
+    c = {kind, v->get<std::string>(), key};
+    ++n_given;
+  }
+  if (n_given > 1)
+    f.fail(c.param, "at most one of 'response_format' (json_object or json_schema), 'regex' and 'grammar' may be given");
+}
+
 // Fields common to both endpoints.
 void parse_options(Fields& f, const RequestLimits& limits, GenerationOptions& o) {
   f.string("model", o.model);
@@ -152,10 +196,7 @@ void parse_options(Fields& f, const RequestLimits& limits, GenerationOptions& o)
     o.stop = std::move(stops);
   }
   f.string("user", o.user);
-  if (const json* rf = f.get("response_format")) {
-    if (!rf->is_object() || !rf->contains("type") || (*rf)["type"] != "text")
-      f.fail("response_format", "'response_format' other than {\"type\": \"text\"} is not supported");
-  }
+  parse_constraint(f, o.constraint);
   if (const json* bo = f.get("best_of")) {
     if (!bo->is_number_integer() || bo->get<int64_t>() != s.n)
       f.fail("best_of", "'best_of' is not supported (only best_of equal to n)");
@@ -346,6 +387,19 @@ ApiResult<ChatRequest> parse_chat_request(const json& body, const RequestLimits&
     if ((r.tool_choice == "required") && r.tools.is_null())
       return bad("tool_choice", "'tool_choice' is required but no 'tools' were given");
   }
+  if (r.options.constraint.kind != OutputConstraint::Kind::kNone &&
+      (r.tool_choice == "required" || r.tool_choice == "function"))
+    return bad("tool_choice", "'" + r.options.constraint.param + "' constrains the answer's text, so 'tool_choice' "
+                              "cannot force a tool call in the same request");
+  // Tool-call arguments sit between the chat format's special tokens, which a grammar over the
+  // answer's text cannot express; strict tools are refused rather than left unconstrained.
+  if (r.tools.is_array() && r.tool_choice != "none")
+    for (size_t i = 0; i < r.tools.size(); ++i) {
+      const json* strict = find_member(*find_member(r.tools[i], "function"), "strict");
+      if (strict && strict->is_boolean() && strict->get<bool>())
+        return bad("tools", "tools[" + std::to_string(i) + "].function.strict: strict tool arguments are not supported "
+                            "by this server; omit 'strict' or set it to false");
+    }
   return r;
 }
 

@@ -36,6 +36,16 @@ struct RequestLimits {
   int vocab_size = 0;             // token ids must be below this
 };
 
+// A structured-output constraint as the request states it (compiled by GrammarCache): at most
+// one per request, from `response_format` (json_object, json_schema), or the extension fields
+// `regex` (whole-output match, docs/grammar.md's dialect) and `grammar` (docs/grammar.md's EBNF).
+struct OutputConstraint {
+  enum class Kind { kNone, kJsonObject, kJsonSchema, kRegex, kGrammar };
+  Kind kind = Kind::kNone;
+  std::string text;   // the schema as JSON text, the pattern or the grammar; empty for json_object
+  std::string param;  // the request field it came from, for errors: response_format, regex, grammar
+};
+
 // What both endpoints share.
 struct GenerationOptions {
   std::string model;
@@ -44,6 +54,7 @@ struct GenerationOptions {
   SamplingParams sampling;         // max_tokens 0: up to the context
   std::vector<std::string> stop;   // stop strings
   std::string user;
+  OutputConstraint constraint;     // sampling.constraint is set from it once compiled
 };
 
 struct PromptInput {

@@ -121,6 +121,10 @@ void OpenAiService::attach(Engine* engine, Tokenizer tokenizer, std::optional<ch
   engine_ = engine;
   options_.limits.vocab_size = engine->model_info().vocab_size;
   reasoning_model_ = tokenizer.token_to_id("</think>").has_value();
+  if (auto vocabulary = grammar::TokenVocabulary::FromTokenizer(tokenizer); vocabulary.ok())
+    grammars_.emplace(std::make_shared<const grammar::TokenVocabulary>(std::move(vocabulary).value()), options_.grammars);
+  else
+    grammars_error_ = vocabulary.status().message();
   tokenizer_ = std::move(tokenizer);
   chat_template_ = std::move(chat_template);
   prompt_format_ = chat::prompt_format_for_architecture(engine->model_info().architecture);
@@ -257,6 +261,7 @@ void OpenAiService::completions(const HttpRequest& req, const std::shared_ptr<Ht
   if (!check_model(r.options.model, res)) return;
   if (r.echo && r.options.sampling.wants_logprobs())
     return fail(res, api_error(400, "'echo' together with 'logprobs' (prompt logprobs) is not supported", "invalid_request_error", "echo"));
+  if (auto e = constrain(r.options, false)) return fail(res, *e);
 
   GenerationJob::Setup setup;
   setup.kind = GenerationJob::Kind::kCompletion;
@@ -321,6 +326,7 @@ void OpenAiService::chat_completions(const HttpRequest& req, const std::shared_p
 
 void OpenAiService::start_chat(ChatRequest& r, const std::string& prompt, const ChatOutputConfig& output,
                                const std::shared_ptr<HttpResponder>& res) {
+  if (auto e = constrain(r.options, output.parse_reasoning && output.reasoning_open)) return fail(res, *e);
   auto ids = tokenizer_->encode(prompt, /*add_special_tokens=*/false);
   if (!ids.ok()) return fail(res, api_error(400, ids.status().message(), "invalid_request_error", "messages"));
   SamplingParams& sampling = r.options.sampling;
@@ -347,6 +353,27 @@ void OpenAiService::deepseek_v4_chat_completions(ChatRequest& r, const std::shar
   output.parse_tool_calls = !r.tools.is_null() && r.tool_choice != "none";
   output.forced_prefix = v4.forced_prefix;
   start_chat(r, v4.prompt + v4.forced_prefix, output, res);
+}
+
+std::optional<ApiError> OpenAiService::constrain(GenerationOptions& o, bool after_reasoning) {
+  const OutputConstraint& c = o.constraint;
+  if (c.kind == OutputConstraint::Kind::kNone) return std::nullopt;
+  if (!grammars_)
+    return api_error(400, "structured output is not available for this model's tokenizer: " + grammars_error_,
+                     "invalid_request_error", c.param);
+  auto masks = grammars_->get(c);
+  if (!masks.ok()) return api_error(400, masks.status().message(), "invalid_request_error", c.param);
+  auto constraint = std::make_shared<GrammarConstraint>();
+  constraint->masks = std::move(masks).value();
+  if (after_reasoning) {
+    const std::optional<int32_t> end = tokenizer_->token_to_id("</think>");
+    if (!end)
+      return api_error(400, "'" + c.param + "' with reasoning needs a </think> token in the vocabulary",
+                       "invalid_request_error", c.param);
+    constraint->start_after_token = *end;
+  }
+  o.sampling.constraint = std::move(constraint);
+  return std::nullopt;
 }
 
 void OpenAiService::start(std::shared_ptr<GenerationJob> job, const std::shared_ptr<HttpResponder>& res, int priority) {

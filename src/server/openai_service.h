@@ -22,6 +22,7 @@
 #include "chat/chat_template.h"
 #include "chat/prompt_format.h"
 #include "engine/engine.h"
+#include "server/grammar_cache.h"
 #include "server/http_server.h"
 #include "server/metrics.h"
 #include "server/openai_request.h"
@@ -42,6 +43,7 @@ struct ServeOptions {
   int max_pending_requests = 4096;     // bodies waiting for a worker beyond this get 503 (a burst of thousands fits)
   double request_timeout_seconds = 0;  // 0: none
   int pump_threads = 1;
+  GrammarCacheOptions grammars;        // structured output: compile limits and the cache's bounds
 };
 
 class OpenAiService {
@@ -78,6 +80,9 @@ class OpenAiService {
   // Encodes a rendered chat prompt, applies the default max_tokens, and starts the job.
   void start_chat(ChatRequest& r, const std::string& prompt, const ChatOutputConfig& output,
                   const std::shared_ptr<HttpResponder>& res);
+  // Compiles (or finds) the request's structured-output constraint into o.sampling.constraint;
+  // with `after_reasoning` it starts after the model's </think>. The 400 naming the problem.
+  std::optional<ApiError> constrain(GenerationOptions& o, bool after_reasoning);
   // Submits the job's prompts to the engine and hands it to the pump; answers errors itself.
   void start(std::shared_ptr<GenerationJob> job, const std::shared_ptr<HttpResponder>& res, int priority);
   bool check_model(const std::string& model, const std::shared_ptr<HttpResponder>& res);
@@ -91,6 +96,8 @@ class OpenAiService {
   std::optional<chat::ChatTemplate> chat_template_;
   chat::PromptFormat prompt_format_ = chat::PromptFormat::kChatTemplate;  // from the model's architecture
   bool reasoning_model_ = false;  // the vocabulary has </think>
+  std::optional<GrammarCache> grammars_;  // structured output; absent when the vocabulary could not be read
+  std::string grammars_error_;            // why it is absent
   ToolCallFormat tool_call_format_ = ToolCallFormat::kUnknown;
   ServerMetrics metrics_;
   OutputPump pump_;

@@ -128,7 +128,7 @@ TEST(ChatRequest, Errors) {
             "top_logprobs");
   EXPECT_EQ(err(parse_chat_request(json{{"messages", msgs}, {"chat_template_kwargs", 3}}, limits())).param,
             "chat_template_kwargs");
-  const ApiError e = err(parse_chat_request(json{{"messages", msgs}, {"response_format", {{"type", "json_object"}}}}, limits()));
+  const ApiError e = err(parse_chat_request(json{{"messages", msgs}, {"response_format", {{"type", "yaml"}}}}, limits()));
   EXPECT_EQ(e.to_json()["error"]["param"], "response_format");
   EXPECT_EQ(e.to_json()["error"]["type"], "invalid_request_error");
   EXPECT_TRUE(e.to_json()["error"]["code"].is_null());
@@ -163,6 +163,53 @@ TEST(ChatRequest, NonStringTypesAreBadRequestsNotExceptions) {
   }
 }
 
+// Structured output: response_format, regex and grammar become one OutputConstraint (compiled
+// later by GrammarCache); shapes OpenAI does not define, or two constraints, are 400s.
+TEST(Requests, OutputConstraints) {
+  using Kind = OutputConstraint::Kind;
+  const json msgs = {{{"role", "user"}, {"content", "x"}}};
+  const json schema = {{"type", "object"}, {"properties", {{"b", {{"type", "integer"}}}, {"a", {{"type", "string"}}}}}};
+  auto chat = [&](json extra) {
+    json body = {{"messages", msgs}};
+    body.update(extra);
+    return parse_chat_request(body, limits());
+  };
+  EXPECT_EQ(ok(chat({{"response_format", {{"type", "text"}}}})).options.constraint.kind, Kind::kNone);
+  const auto obj = ok(chat({{"response_format", {{"type", "json_object"}}}})).options.constraint;
+  EXPECT_EQ(obj.kind, Kind::kJsonObject);
+  EXPECT_EQ(obj.param, "response_format");
+  const auto js = ok(chat({{"response_format", {{"type", "json_schema"},
+                                                 {"json_schema", {{"name", "n"}, {"schema", schema}, {"strict", true}}}}}}))
+                      .options.constraint;
+  EXPECT_EQ(js.kind, Kind::kJsonSchema);
+  EXPECT_EQ(js.text, schema.dump());  // key order kept: properties come out in declared order
+  const auto re = ok(parse_completion_request(json{{"prompt", "x"}, {"regex", "[a-z]+"}}, limits())).options.constraint;
+  EXPECT_EQ(re.kind, Kind::kRegex);
+  EXPECT_EQ(re.text, "[a-z]+");
+  EXPECT_EQ(re.param, "regex");
+  EXPECT_EQ(ok(chat({{"grammar", "root ::= \"a\""}})).options.constraint.kind, Kind::kGrammar);
+
+  EXPECT_EQ(err(chat({{"response_format", "json"}})).param, "response_format");
+  EXPECT_EQ(err(chat({{"response_format", {{"type", "json_schema"}}}})).param, "response_format");
+  EXPECT_EQ(err(chat({{"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "n"}}}}}})).param,
+            "response_format");
+  EXPECT_EQ(err(chat({{"response_format", {{"type", "json_schema"}, {"json_schema", {{"schema", 3}}}}}})).param,
+            "response_format");
+  EXPECT_EQ(err(chat({{"regex", 5}})).param, "regex");
+  EXPECT_EQ(err(chat({{"grammar", json::array()}})).param, "grammar");
+  const ApiError two = err(chat({{"response_format", {{"type", "json_object"}}}, {"regex", "a"}}));
+  EXPECT_NE(two.message.find("at most one"), std::string::npos) << two.message;
+
+  const json strict_tool = {{"type", "function"}, {"function", {{"name", "f"}, {"strict", true}}}};
+  const ApiError strict = err(chat({{"tools", {strict_tool}}}));
+  EXPECT_EQ(strict.param, "tools");
+  EXPECT_NE(strict.message.find("tools[0].function.strict"), std::string::npos) << strict.message;
+  ok(chat({{"tools", {strict_tool}}, {"tool_choice", "none"}}));  // tools unused: nothing to constrain
+  const json loose_tool = {{"type", "function"}, {"function", {{"name", "f"}, {"strict", false}}}};
+  ok(chat({{"tools", {loose_tool}}}));
+  EXPECT_EQ(err(chat({{"tools", {loose_tool}}, {"tool_choice", "required"}, {"regex", "a"}})).param, "tool_choice");
+}
+
 // Every top-level field with every JSON type: an answer (accepted or a 400), never an exception.
 TEST(Requests, EveryFieldWithEveryTypeNeverThrows) {
   const char* fields[] = {"model", "prompt", "messages", "stream", "stream_options", "n", "temperature", "top_p",
@@ -170,7 +217,7 @@ TEST(Requests, EveryFieldWithEveryTypeNeverThrows) {
                           "min_tokens", "ignore_eos", "seed", "logit_bias", "stop_token_ids", "stop", "user",
                           "response_format", "best_of", "max_tokens", "max_completion_tokens", "echo", "logprobs",
                           "top_logprobs", "suffix", "add_generation_prompt", "chat_template_kwargs", "tools",
-                          "tool_choice"};
+                          "tool_choice", "regex", "grammar"};
   const json values[] = {nullptr, true, false, 0, -1, 1e308, 18446744073709551615ull, "s", json::array(),
                          json::array({1, "a"}), json::object(), json::object({{"type", 5}, {"text", nullptr}})};
   for (const char* field : fields) {

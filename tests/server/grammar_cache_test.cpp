@@ -1,0 +1,86 @@
+// GrammarCache: compiled constraints shared by (kind, text), errors naming the problem and the
+// request field, the LRU bound, and a refusal for grammars whose first mask passes the limits.
+#include "server/grammar_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace deepinfer {
+namespace {
+
+std::shared_ptr<const grammar::TokenVocabulary> vocabulary() {
+  std::vector<std::string> tokens = {"", "a", "b", "ab", "{", "}", "\"", ":", "1", "2", " ", ","};
+  return std::make_shared<const grammar::TokenVocabulary>(tokens, std::vector<int32_t>{0});
+}
+
+OutputConstraint constraint(OutputConstraint::Kind kind, std::string text, std::string param) {
+  return {kind, std::move(text), std::move(param)};
+}
+
+TEST(GrammarCache, SameKindAndTextShareOneMaskCache) {
+  using Kind = OutputConstraint::Kind;
+  GrammarCache cache(vocabulary(), {});
+  auto a = cache.get(constraint(Kind::kRegex, "(ab)+", "regex"));
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  auto again = cache.get(constraint(Kind::kRegex, "(ab)+", "regex"));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(a.value().get(), again.value().get());
+  // The same text as another kind is another grammar.
+  auto g = cache.get(constraint(Kind::kGrammar, "root ::= \"a\" \"b\"", "grammar"));
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  EXPECT_NE(g.value().get(), a.value().get());
+  auto obj = cache.get(constraint(Kind::kJsonObject, "", "response_format"));
+  ASSERT_TRUE(obj.ok());
+  EXPECT_EQ(cache.n_entries(), 3u);
+  // Warm: the first state's mask was computed when compiled.
+  EXPECT_GE(a.value()->n_cached_masks(), 1u);
+}
+
+TEST(GrammarCache, ErrorsNameTheProblemAndTheFieldAndAreKept) {
+  using Kind = OutputConstraint::Kind;
+  GrammarCache cache(vocabulary(), {});
+  auto bad_schema = cache.get(constraint(Kind::kJsonSchema, R"({"type": "object", "not": {}})", "response_format"));
+  ASSERT_FALSE(bad_schema.ok());
+  EXPECT_EQ(bad_schema.status().field(), "response_format");
+  EXPECT_NE(bad_schema.status().message().find("'response_format.json_schema.schema'"), std::string::npos);
+  EXPECT_NE(bad_schema.status().message().find("'not'"), std::string::npos) << bad_schema.status().message();
+  auto bad_regex = cache.get(constraint(Kind::kRegex, "(a", "regex"));
+  ASSERT_FALSE(bad_regex.ok());
+  EXPECT_EQ(bad_regex.status().field(), "regex");
+  auto bad_grammar = cache.get(constraint(Kind::kGrammar, "root ::= nothing", "grammar"));
+  ASSERT_FALSE(bad_grammar.ok());
+  EXPECT_NE(bad_grammar.status().message().find("nothing"), std::string::npos) << bad_grammar.status().message();
+  EXPECT_EQ(cache.n_entries(), 3u);
+  auto again = cache.get(constraint(Kind::kRegex, "(a", "regex"));
+  EXPECT_EQ(again.status().message(), bad_regex.status().message());
+  EXPECT_EQ(cache.n_entries(), 3u);
+}
+
+TEST(GrammarCache, KeepsAtMostMaxEntriesLeastRecentlyUsedOut) {
+  using Kind = OutputConstraint::Kind;
+  GrammarCacheOptions options;
+  options.max_entries = 3;
+  GrammarCache cache(vocabulary(), options);
+  auto first = cache.get(constraint(Kind::kRegex, "a", "regex")).value();
+  for (int i = 1; i <= 5; ++i) {
+    cache.get(constraint(Kind::kRegex, "a{" + std::to_string(i) + "}b", "regex"));
+    cache.get(constraint(Kind::kRegex, "a", "regex"));  // kept recent
+  }
+  EXPECT_EQ(cache.n_entries(), 3u);
+  EXPECT_EQ(cache.get(constraint(Kind::kRegex, "a", "regex")).value().get(), first.get());
+}
+
+TEST(GrammarCache, RefusesAGrammarWhoseFirstMaskPassesTheLimits) {
+  GrammarCacheOptions options;
+  options.matcher.automaton.max_leaves_per_state = 8;
+  GrammarCache cache(vocabulary(), options);
+  auto r = cache.get(constraint(OutputConstraint::Kind::kRegex, "(a|a|a|a|a|a|a|a|a|a)b", "regex"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().field(), "regex");
+  EXPECT_NE(r.status().message().find("too complex"), std::string::npos) << r.status().message();
+}
+
+}  // namespace
+}  // namespace deepinfer
