@@ -93,6 +93,7 @@ void EngineCore::add(uint64_t request_id, Request request, std::shared_ptr<Outpu
   r.stream = std::move(stream);
   auto seq = std::make_unique<Sequence>(next_seq_id_++, request_id, 0, request.priority, request_id,
                                         request.prompt_token_ids, kv_.n_kinds(), p.n - 1);
+  grammars_.add(seq->id(), p.constraint);
   r.request = std::move(request);
   r.live.push_back(&scheduler_.add(std::move(seq)));
   DI_CHECK(requests_.emplace(request_id, std::move(r)).second);
@@ -122,10 +123,11 @@ void EngineCore::step() {
     const RequestState& r = requests_.at(seq.request_id());
     const int k = c.n_logit_rows - 1, n_base = seq.n_tokens() - k;
     for (int j = 0; j <= k; ++j) {
-      verified[i].push_back(sampler_.sample(logits.subspan((row + size_t(j)) * vocab, vocab), r.request.params,
-                                            seq.tokens().first(size_t(n_base + j)), seq.n_prompt(),
-                                            model_.info().eos_token_ids, r.seed, seq.sample_index()));
-      if (j == k || verified[i].back().token != seq.tokens()[size_t(n_base + j)]) break;
+      verified[i].push_back(grammars_.sample(sampler_, seq.id(), logits.subspan((row + size_t(j)) * vocab, vocab),
+                                             r.request.params, seq.tokens().first(size_t(n_base + j)), seq.n_prompt(),
+                                             model_.info().eos_token_ids, r.seed, seq.sample_index()));
+      const SampledToken& last = verified[i].back();
+      if (j == k || last.token != seq.tokens()[size_t(n_base + j)] || last.grammar_finish != FinishReason::kNone) break;
     }
     row += size_t(c.n_logit_rows);
     const int n_accepted = int(verified[i].size()) - 1;
@@ -166,13 +168,14 @@ void EngineCore::step() {
     while (seq.n_pending_forks() > 0) {
       const int index = r.request.params.n - seq.n_pending_forks();
       Sequence& child = scheduler_.fork(seq, next_seq_id_++, index);
+      grammars_.fork(seq.id(), child.id());
       r.live.push_back(&child);
       samples.push_back(&child);
     }
     for (Sequence* s : samples) {
       emit(r, *s,
-           sampler_.sample(row_logits, r.request.params, s->tokens(), s->n_prompt(), model_.info().eos_token_ids,
-                           r.seed, s->sample_index()),
+           grammars_.sample(sampler_, s->id(), row_logits, r.request.params, s->tokens(), s->n_prompt(),
+                            model_.info().eos_token_ids, r.seed, s->sample_index()),
            now);
     }
     if (r.live.empty()) requests_.erase(request_id);
@@ -225,7 +228,9 @@ bool EngineCore::emit_accepted(RequestState& r, Sequence& seq, int token_index, 
   if (r.request.params.wants_logprobs()) out.logprobs.push_back({sampled.logprob, std::move(sampled.top)});
   out.n_prompt_tokens = seq.n_prompt();
   out.n_cached_tokens = r.n_cached_tokens;
-  out.finish_reason = stop_reason(r, sampled.token, token_index + 1 - seq.n_prompt());
+  out.finish_reason = sampled.grammar_finish != FinishReason::kNone
+                          ? sampled.grammar_finish
+                          : stop_reason(r, sampled.token, token_index + 1 - seq.n_prompt());
   const bool finished = out.finished();
   if (finished) finish_sample(r, seq, out.finish_reason, now);
   out.timing = r.timing;
@@ -244,6 +249,7 @@ FinishReason EngineCore::stop_reason(const RequestState& r, int32_t last, int n_
 void EngineCore::finish_sample(RequestState& r, Sequence& seq, FinishReason reason,
                                RequestTiming::Clock::time_point now) {
   r.live.erase(std::find(r.live.begin(), r.live.end(), &seq));
+  grammars_.remove(seq.id());
   scheduler_.finish(seq, reason);
   if (r.live.empty()) r.timing.finished = now;
 }

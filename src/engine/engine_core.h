@@ -19,6 +19,9 @@
 // their KV slots are simply overwritten later. Drafts are added after scheduling, to chunks that
 // decode one token, only where the pool has the blocks and the step the budget, so they never
 // preempt or delay anything.
+// Under a grammar constraint (SequenceGrammars) drafts are verified the same way: each position
+// is sampled under the mask of the grammar state its accepted tokens lead to, and only sampled
+// tokens enter the matcher, so a rejected draft never does and needs no rollback.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +37,7 @@
 #include "engine/request.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
+#include "engine/sequence_grammars.h"
 #include "model/causal_lm.h"
 
 namespace deepinfer {
@@ -114,6 +118,7 @@ class EngineCore {
   Scheduler scheduler_;
   ModelRunner runner_;
   Sampler sampler_;
+  SequenceGrammars grammars_;  // matchers of the constrained sequences
   int max_model_len_;
   std::map<uint64_t, RequestState> requests_;
   int64_t next_seq_id_ = 0;
