@@ -138,6 +138,24 @@ TEST(EngramHash, TokenMapPrimesAndMultipliersEqualTheReference) {
   }
 }
 
+// The published tokenizer (DeepSeek-V4's, tests/data/tokenizers/deepseek-v4, byte-level BPE):
+// 99,092 compressed ids as notes/deepseek-v41.md gives for V4.1-Flash; the whole map's digest
+// (h = h * 1000003 + id mod 2^61 - 1 over ids in order) is that of the reference's rule run with
+// the Hugging Face tokenizers library 0.22.1 (normalizers NFKC, NFD, StripAccents, Lowercase,
+// Replace, Strip; decode of each id), 1163984211020869586.
+TEST(EngramHash, PublishedTokenizerCompressesTo99092Ids) {
+  const char* tok = "tests/data/tokenizers/deepseek-v4";
+  std::vector<std::string> texts, raw;
+  ASSERT_TRUE(engram_token_texts(tok, 129280, texts, raw).ok());
+  int32_t n_compressed = 0;
+  const std::vector<int32_t> lookup = engram_compressed_ids(texts, raw, &n_compressed);
+  EXPECT_EQ(n_compressed, 99092);
+  const uint64_t p = (uint64_t(1) << 61) - 1;
+  uint64_t h = 0;
+  for (int32_t v : lookup) h = uint64_t((static_cast<unsigned __int128>(h) * 1000003 + uint64_t(v)) % p);
+  EXPECT_EQ(h, 1163984211020869586ULL);
+}
+
 // The rows of every (layer, n, head) at every position of a sequence with repeats, against the
 // formula restated from the token map's primes and multipliers (engram_token_map.json).
 TEST(EngramHash, RowsFollowTheReferenceFormula) {

@@ -18,9 +18,9 @@ namespace {
 
 constexpr char32_t kSentinel = 0xE000;  // keeps a lone " " through the strip
 
-// NFKC, NFD, drop Mn, lowercase, [ \t\r\n]+ -> " ", "^ $" -> sentinel, strip, sentinel -> " ".
+// NFKC, NFD, drop marks (M: Mn, Mc, Me, as the library's StripAccents), lowercase, [ \t\r\n]+ -> " ", "^ $" -> sentinel, strip, sentinel -> " ".
 std::string normalize_token(std::string text) {
-  static const std::vector<unicode::CodePointRange> marks = *unicode::category("Mn");
+  static const std::vector<unicode::CodePointRange> marks = *unicode::category("M");
   unicode::normalize(text, unicode::NormalForm::kNfkc);
   unicode::normalize(text, unicode::NormalForm::kNfd);
   std::string folded;

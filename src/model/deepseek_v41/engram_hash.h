@@ -1,7 +1,8 @@
 // Engram hashing of DeepSeek-V4.1 (the reference's build_compressed_token_map and n-gram hash):
 //
 // Token ids become compressed ids through the tokenizer: each token's text (its decode alone,
-// special tokens kept) is normalized by NFKC, NFD, dropping nonspacing marks (Mn), lowercasing,
+// special tokens kept) is normalized by NFKC, NFD, dropping combining marks (category M, as the
+// tokenizers library's StripAccents), lowercasing,
 // runs of [ \t\r\n] -> " ", then stripping surrounding whitespace except that a text that is
 // exactly " " stays " "; the key is that normalized text, or the text itself when it normalizes
 // to "", or the raw vocabulary token when the decode contains U+FFFD. Compressed ids number the
