@@ -5,6 +5,7 @@
 
 #include "core/check.h"
 #include "model/deepseek/yarn_rope.h"
+#include "model/deepseek_v4/attention_projections.h"
 #include "model/deepseek_v4/indexer.h"
 #include "model/deepseek_v4/sink_attention.h"
 
@@ -74,6 +75,11 @@ Result<std::vector<KvKindSpec>> DeepseekV4Model::kv_kinds(DType cache_dtype, int
 }
 
 void DeepseekV4Model::forward(const ForwardBatch& b, const KvCacheView& kv, float* logits) {
+  forward_with_streams(b, kv, logits, {}, nullptr);
+}
+
+void DeepseekV4Model::forward_with_streams(const ForwardBatch& b, const KvCacheView& kv, float* logits,
+                                           const std::vector<int32_t>& stream_rows, float* streams_out) {
   const DeepseekV4Config& c = config_;
   const int64_t n = int64_t(b.n_rows()), d = c.hidden_size, hc = c.hc_mult;
   auto slots = cache_slots(kv.dtype, kv.block_size);
@@ -114,6 +120,10 @@ void DeepseekV4Model::forward(const ForwardBatch& b, const KvCacheView& kv, floa
     hc_post(hc_, out, post, comb, n, streams);
   }
 
+  for (size_t i = 0; i < stream_rows.size(); ++i) {
+    DI_CHECK(stream_rows[i] >= 0 && stream_rows[i] < n);
+    std::copy_n(streams + int64_t(stream_rows[i]) * hc * d, hc * d, streams_out + int64_t(i) * hc * d);
+  }
   const int64_t n_out = int64_t(b.logit_rows.size());
   for (int64_t i = 0; i < n_out; ++i) DI_CHECK(b.logit_rows[size_t(i)] >= 0 && b.logit_rows[size_t(i)] < n);
   hc_head(backend_, weights_->hc_head, hc_, streams, b.logit_rows.data(), n_out, y, mixes);
@@ -176,27 +186,14 @@ void DeepseekV4Model::attention(int layer, const ForwardBatch& b, const KvCacheV
   const V4LayerSlots& slot = slots_.layers[size_t(layer)];
   const int64_t n = int64_t(b.n_rows()), d = c.hidden_size, H = c.num_attention_heads, hd = c.head_dim;
   const int rd = c.qk_rope_head_dim, ratio = a.compress_ratio;
-  const float eps = float(c.rms_norm_eps);
   const float* inv_freq = ratio > 0 ? compress_inv_freq_.data() : window_inv_freq_.data();
   const int32_t* pos = b.positions.data();
 
   float* qr = sized(s_.qr, size_t(n * c.q_lora_rank));
-  backend_.linear({xn, d, n, &a.wq_a, qr, c.q_lora_rank});
-  backend_.rms_norm({qr, c.q_lora_rank, qr, c.q_lora_rank, n, c.q_lora_rank, a.q_norm.data(), eps});
   float* q = sized(s_.q, size_t(n * H * hd));
-  backend_.linear({qr, c.q_lora_rank, n, &a.wq_b, q, H * hd});
-  for (int64_t i = 0; i < n * H; ++i) {  // each head RMS-normalized, without weight
-    float* qh = q + i * hd;
-    float sum_sq = 0;
-    for (int64_t j = 0; j < hd; ++j) sum_sq += qh[j] * qh[j];
-    const float inv = 1.0f / std::sqrt(sum_sq / float(hd) + eps);
-    for (int64_t j = 0; j < hd; ++j) qh[j] *= inv;
-  }
-  backend_.rope({q + hd - rd, H * hd, hd, n, int(H), rd, pos, inv_freq, 1.0f});
+  v4_attention_query(backend_, c, a, xn, n, pos, inv_freq, qr, q);
   float* kvr = sized(s_.kv, size_t(n * hd));
-  backend_.linear({xn, d, n, &a.wkv, kvr, hd});
-  backend_.rms_norm({kvr, hd, kvr, hd, n, hd, a.kv_norm.data(), eps});
-  backend_.rope({kvr + hd - rd, hd, 0, n, 1, rd, pos, inv_freq, 1.0f});
+  v4_attention_kv(backend_, c, a, xn, n, pos, inv_freq, kvr);
   for (int64_t r = 0; r < n; ++r) {
     const BatchSequence& s = b.seqs[size_t(s_.row_seq[size_t(r)])];
     uint8_t* e = slots_.kv_entry(kv, s, layer, pos[r]);
@@ -264,15 +261,8 @@ void DeepseekV4Model::attention(int layer, const ForwardBatch& b, const KvCacheV
     sink_attention(backend_, q + r * H * hd, int(H), int(hd), keys, n_window + n_selected, a.sink.data(), scale,
                    o + r * H * hd, rs.scores);
   }
-  int32_t* neg = sized(s_.neg_positions, size_t(n));
-  for (int64_t r = 0; r < n; ++r) neg[r] = -pos[r];
-  backend_.rope({o + hd - rd, H * hd, hd, n, int(H), rd, neg, inv_freq, 1.0f});  // RoPE by -position
-
-  const int64_t G = c.o_groups, o_lora = c.o_lora_rank, group_in = H * hd / G;
-  float* og = sized(s_.og, size_t(n * G * o_lora));
-  for (int64_t g = 0; g < G; ++g)
-    backend_.linear({o + g * group_in, H * hd, n, &a.wo_a[size_t(g)], og + g * o_lora, G * o_lora});
-  backend_.linear({og, G * o_lora, n, &a.wo_b, out, d});
+  float* og = sized(s_.og, size_t(n * c.o_groups * c.o_lora_rank));
+  v4_attention_output(backend_, c, a, o, n, pos, inv_freq, og, s_.neg_positions, out);
 }
 
 void DeepseekV4Model::ffn(int layer, const ForwardBatch& b, const float* xn, float* out) {

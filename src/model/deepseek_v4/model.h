@@ -30,9 +30,15 @@ class DeepseekV4Model final : public CausalLM {
   const CausalLMInfo& info() const override { return info_; }
   Result<std::vector<KvKindSpec>> kv_kinds(DType cache_dtype, int block_size) const override;
   void forward(const ForwardBatch& batch, const KvCacheView& kv, float* logits) override;
+  // forward, also copying the hc_mult residual streams of the rows listed (each < n_rows) as the
+  // last block leaves them, before hc_head and the final norm (what the MTP block reads), to
+  // streams_out [stream_rows.size(), hc_mult, hidden].
+  void forward_with_streams(const ForwardBatch& batch, const KvCacheView& kv, float* logits,
+                            const std::vector<int32_t>& stream_rows, float* streams_out);
 
   const DeepseekV4Config& config() const { return config_; }
   const DeepseekV4Weights& weights() const { return *weights_; }
+  Backend& backend() const { return backend_; }
   Result<V4CacheSlots> cache_slots(DType cache_dtype, int block_size) const;
 
  private:

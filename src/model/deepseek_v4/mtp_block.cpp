@@ -1,0 +1,159 @@
+#include "model/deepseek_v4/mtp_block.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/check.h"
+#include "model/deepseek/yarn_rope.h"
+#include "model/deepseek_v4/attention_projections.h"
+#include "model/deepseek_v4/hyper_connection.h"
+#include "model/deepseek_v4/sink_attention.h"
+
+namespace deepinfer {
+namespace {
+
+float* sized(std::vector<float>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
+}  // namespace
+
+Result<V4MtpBlock> V4MtpBlock::make(const DeepseekV4Model& model, int index) {
+  const DeepseekV4Config& c = model.config();
+  if (index < 0 || size_t(index) >= model.weights().mtp.size())
+    return Status::Error("the checkpoint has no MTP block mtp." + std::to_string(index) +
+                         " (num_nextn_predict_layers " + std::to_string(c.num_nextn_predict_layers) + ")");
+  const int ratio = c.compress_ratio(c.num_hidden_layers + index);
+  if (ratio != 0)
+    return Status::Error("MTP block mtp." + std::to_string(index) + " has compress ratio " + std::to_string(ratio) +
+                         ": only sliding-window MTP blocks (ratio 0, as published) are supported");
+  return V4MtpBlock(model, model.weights().mtp[size_t(index)]);
+}
+
+V4MtpBlock::V4MtpBlock(const DeepseekV4Model& model, const V4MtpWeights& w)
+    : config_(&model.config()), model_weights_(&model.weights()), w_(&w), backend_(&model.backend()) {
+  const DeepseekV4Config& c = *config_;
+  hc_ = {c.hc_mult, c.hidden_size, c.hc_sinkhorn_iters, float(c.hc_eps), float(c.rms_norm_eps)};
+  inv_freq_ = yarn_inv_freq(c.qk_rope_head_dim, c.rope_theta, RopeScaling{});
+}
+
+void V4MtpBlock::forward(const float* streams, const int32_t* next_ids, int32_t t0, int64_t n, float* logits) {
+  const DeepseekV4Config& c = *config_;
+  const V4BlockWeights& B = w_->block;
+  const int64_t d = c.hidden_size, hc = c.hc_mult;
+  const float eps = float(c.rms_norm_eps);
+  Backend& be = *backend_;
+  for (int64_t i = 0; i < n; ++i) DI_CHECK(next_ids[i] >= 0 && next_ids[i] < c.vocab_size);
+  if (n == 0) return;
+  positions_.resize(size_t(n));
+  for (int64_t i = 0; i < n; ++i) positions_[size_t(i)] = t0 + int32_t(i);
+
+  float* x = sized(x_, size_t(n * hc * d));  // the block's streams [n, hc, hidden]
+  float* y = sized(y_, size_t(n * hc * d));
+  float* xn = sized(xn_, size_t(n * d));
+  float* out = sized(out_, size_t(n * d));
+  float* post = sized(post_, size_t(n * hc));
+  float* comb = sized(comb_, size_t(n * hc * hc));
+  float* mixes = sized(mixes_, size_t(n * (2 + hc) * hc));
+
+  be.embed({&model_weights_->embed, next_ids, n, xn});
+  be.rms_norm({xn, d, xn, d, n, d, w_->enorm.data(), eps});
+  be.linear({xn, d, n, &w_->e_proj, out, d});  // e_proj(enorm(embed(s[t+1]))): [n, hidden]
+  be.rms_norm({streams, d, y, d, n * hc, d, w_->hnorm.data(), eps});
+  be.linear({y, d, n * hc, &w_->h_proj, x, d});
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t k = 0; k < hc; ++k)
+      for (int64_t i = 0; i < d; ++i) x[(r * hc + k) * d + i] += out[r * d + i];
+
+  hc_pre(be, B.hc_attn, hc_, x, n, y, post, comb, mixes);
+  be.rms_norm({y, d, xn, d, n, d, B.attn_norm.data(), eps});
+  attention(xn, n, out);
+  hc_post(hc_, out, post, comb, n, x);
+
+  hc_pre(be, B.hc_ffn, hc_, x, n, y, post, comb, mixes);
+  be.rms_norm({y, d, xn, d, n, d, B.ffn_norm.data(), eps});
+  const int64_t E = c.n_routed_experts, k = c.num_experts_per_tok;
+  float* gate_logits = sized(gate_logits_, size_t(n * E));
+  be.linear({xn, d, n, &B.gate, gate_logits, E});
+  if (expert_ids_.size() < size_t(n * k)) expert_ids_.resize(size_t(n * k));
+  float* expert_weights = sized(expert_weights_, size_t(n * k));
+  for (int64_t r = 0; r < n; ++r)
+    B.router.route(gate_logits + r * E, next_ids[r], expert_ids_.data() + r * k, expert_weights + r * k);
+  clamped_moe(be, B.experts, B.has_shared ? &B.shared : nullptr, float(c.swiglu_limit), xn, n, d, int(k),
+              expert_ids_.data(), expert_weights, out, moe_);
+  hc_post(hc_, out, post, comb, n, x);
+
+  head_rows_.resize(size_t(n));
+  for (int64_t r = 0; r < n; ++r) head_rows_[size_t(r)] = int32_t(r);
+  hc_head(be, w_->hc_head, hc_, x, head_rows_.data(), n, y, mixes);
+  be.rms_norm({y, d, xn, d, n, d, w_->norm.data(), eps});
+  be.linear({xn, d, n, &model_weights_->head, logits, c.vocab_size});
+}
+
+void V4MtpBlock::attention(const float* xn, int64_t n, float* out) {
+  const DeepseekV4Config& c = *config_;
+  const V4AttentionWeights& a = w_->block.attn;
+  const int64_t H = c.num_attention_heads, hd = c.head_dim;
+  const int32_t* pos = positions_.data();
+  float* qr = sized(qr_, size_t(n * c.q_lora_rank));
+  float* q = sized(q_, size_t(n * H * hd));
+  v4_attention_query(*backend_, c, a, xn, n, pos, inv_freq_.data(), qr, q);
+  float* kv = sized(kv_, size_t(n * hd));  // the block's K=V entries of this call: [n, head_dim]
+  v4_attention_kv(*backend_, c, a, xn, n, pos, inv_freq_.data(), kv);
+  float* o = sized(o_, size_t(n * H * hd));
+  const float scale = float(1.0 / std::sqrt(double(hd)));
+  for (int64_t r = 0; r < n; ++r) {
+    const int64_t first = std::max<int64_t>(0, r - c.sliding_window + 1);
+    sink_attention(*backend_, q + r * H * hd, int(H), int(hd), kv + first * hd, int(r - first + 1), a.sink.data(),
+                   scale, o + r * H * hd, scores_);
+  }
+  float* og = sized(og_, size_t(n * c.o_groups * c.o_lora_rank));
+  v4_attention_output(*backend_, c, a, o, n, pos, inv_freq_.data(), og, neg_positions_, out);
+}
+
+Result<std::vector<float>> v4_mtp_probe_logits(DeepseekV4Model& model, const std::vector<int32_t>& ids) {
+  const DeepseekV4Config& c = model.config();
+  if (ids.size() < 2) return Status::Error("the MTP probe needs at least 2 token ids, got " + std::to_string(ids.size()));
+  for (int32_t id : ids)
+    if (id < 0 || id >= c.vocab_size)
+      return Status::Error("token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                           std::to_string(c.vocab_size) + ")");
+  const int32_t n = int32_t(ids.size() - 1);  // MTP positions t = 0 .. L-2
+  if (n > c.max_position_embeddings)
+    return Status::Error(std::to_string(ids.size()) + " token ids exceed max_position_embeddings " +
+                         std::to_string(c.max_position_embeddings));
+  DI_ASSIGN_OR_RETURN(V4MtpBlock block, V4MtpBlock::make(model));
+
+  // One sequence in one step: every kind gets blocks 0 .. n_blocks-1 in order.
+  const int block_size = 16;
+  DI_ASSIGN_OR_RETURN(const std::vector<KvKindSpec> kinds, model.kv_kinds(DType::F32, block_size));
+  const int n_blocks = (n + block_size - 1) / block_size;
+  std::vector<std::vector<uint8_t>> memory;
+  std::vector<int32_t> table(static_cast<size_t>(n_blocks));
+  for (int i = 0; i < n_blocks; ++i) table[size_t(i)] = i;
+  KvCacheView view{DType::F32, block_size, {}};
+  BatchSequence seq{0, n, n, {}};
+  for (size_t k = 0; k < kinds.size(); ++k) {
+    KvKindView& v = view.kinds.emplace_back();
+    v.n_blocks = n_blocks;
+    v.bytes_per_block = kinds[k].bytes_per_block;
+    for (int s = 0; s < kinds[k].n_slabs; ++s) v.slab_base.push_back(memory.emplace_back(kinds[k].bytes_per_block * size_t(n_blocks)).data());
+    seq.block_tables[k] = table.data();
+  }
+  ForwardBatch b;
+  b.seqs = {seq};
+  b.token_ids.assign(ids.begin(), ids.end() - 1);
+  for (int32_t t = 0; t < n; ++t) b.positions.push_back(t);
+  b.logit_rows = {n - 1};
+
+  const int64_t width = int64_t(c.hc_mult) * c.hidden_size;
+  std::vector<float> main_logits(size_t(c.vocab_size)), streams(size_t(n) * size_t(width));
+  model.forward_with_streams(b, view, main_logits.data(), b.positions, streams.data());  // rows 0 .. n-1
+  std::vector<float> logits(size_t(n) * size_t(c.vocab_size));
+  block.forward(streams.data(), ids.data() + 1, 0, n, logits.data());
+  return logits;
+}
+
+}  // namespace deepinfer
