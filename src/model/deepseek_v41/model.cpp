@@ -48,9 +48,10 @@ Result<std::unique_ptr<DeepseekV41Model>> DeepseekV41Model::Load(const std::stri
   model->compressed_ids_ = std::move(compressed);
   model->engram_hashes_ = std::move(hashes);
   const DeepseekV41Config& c = model->config_;
-  model->load_note_ = "DeepSeek-V4.1 runs text-only: " + std::to_string(set_aside) + " tensors set aside (" +
-                      (c.has_vision ? "the vision tower and " : "") + std::to_string(c.num_nextn_predict_layers) +
-                      " DSpark draft block(s), mtp.*)";
+  model->load_note_ = std::string("DeepSeek-V4.1 runs text-only") +
+                      (c.has_vision ? " (vision_config's vision tower is not run)" : "") + "; " +
+                      std::to_string(set_aside) + " tensors set aside (the " +
+                      std::to_string(c.num_nextn_predict_layers) + " DSpark draft block(s) mtp.*, vision.*, aligner.*, image_*)";
   return model;
 }
 
