@@ -10,6 +10,7 @@ import json
 import math
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -63,3 +64,38 @@ def test_engram_table_size_must_match_the_tokenizer(deepinfer_bin, tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert out.returncode != 0
     assert "engram_compressed_vocab_size" in out.stderr
+
+
+MODELS = ROOT / "tests" / "data" / "models"
+
+
+def generate_file(deepinfer_bin, model, prompts, *extra, max_tokens=16):
+    out = subprocess.run([deepinfer_bin, "generate", "--model", str(model), "--prompts-file", str(prompts),
+                          "--max-tokens", str(max_tokens), "--ignore-eos", "--json", "--kv-cache-memory", str(64 << 20),
+                          *extra], capture_output=True, text=True, timeout=600, check=True,
+                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+    return out.stdout, out.stderr
+
+
+@pytest.mark.parametrize("model,kv", [("tiny-v41", "f32"), ("tiny-v41-qat", "bf16")])
+def test_ngram_speculation_gives_the_plain_output(deepinfer_bin, tmp_path, model, kv):
+    """Speculative decoding on V4.1 is lossless: a rejected draft's window K=V, compressed entries
+    and Engram ids are overwritten by the tokens accepted later, so the output equals plain
+    decoding bitwise: the golden prompts with k = 1..4 drafts, and a repeating prompt, greedy and
+    sampled, where the n-gram drafter proposes (tiny random models rarely repeat themselves, so
+    drafts are few: at least one is proposed, and rejected ones are rolled back)."""
+    cases = json.loads((MODELS / model / "golden.json").read_text())["cases"]
+    golden = tmp_path / "golden.jsonl"
+    golden.write_text("".join(json.dumps({"prompt_ids": c["prompt_ids"]}) + "\n" for c in cases))
+    repeating = tmp_path / "repeating.jsonl"
+    repeating.write_text(json.dumps({"prompt_ids": [17, 201, 33, 480, 75, 9, 612, 88] * 3}) + "\n")
+    runs = [(golden, ["--temperature", "0"], 16, k) for k in (1, 2, 3, 4)]
+    runs += [(repeating, ["--temperature", "0"], 120, 4), (repeating, ["--temperature", "0.8", "--seed", "5"], 300, 4)]
+    drafted = 0
+    for prompts, sampling, n, k in runs:
+        plain, _ = generate_file(deepinfer_bin, MODELS / model, prompts, *sampling, "--kv-cache-dtype", kv, max_tokens=n)
+        spec, err = generate_file(deepinfer_bin, MODELS / model, prompts, *sampling, "--kv-cache-dtype", kv,
+                                  "--speculative", "ngram", "--num-speculative-tokens", str(k), max_tokens=n)
+        assert spec == plain, (prompts.name, sampling, k)
+        drafted += int(re.search(r"speculative: (\d+) draft tokens", err).group(1))
+    assert drafted > 0
