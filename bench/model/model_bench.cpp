@@ -8,6 +8,8 @@
 // The batch-1 roofline columns divide the bytes a decoded token must read (active weights and
 // its KV) by the step's wall time, and by the CPU time of all its threads: on a shared machine
 // the latter, run on one thread, compares with read_bandwidth_bench on one thread.
+// --verify-rows times steps with several new rows per sequence, all with logits: the cost of
+// verifying speculative drafts, and so the speedup a draft that is always right would give.
 // Any architecture load_causal_lm reads runs, with the cache kinds it names (CausalLM::kv_kinds);
 // the roofline columns need the V3 weight walk and are left empty for V4.
 #include <omp.h>
@@ -113,6 +115,40 @@ double process_cpu_seconds() {
   return double(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + 1e-6 * double(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
+// Mean wall and CPU seconds of `steps` decode steps (after one warm-up) in which each of `batch`
+// sequences at context `ctx` gets `rows` new positions, all with logits: rows > 1 is what
+// verifying rows - 1 speculative drafts costs.
+struct StepTime {
+  double wall_s = 0, cpu_s = 0;
+};
+
+template <class RandomToken>
+StepTime time_decode(CausalLM& m, const BenchCache& cache, int batch, int ctx, int rows, int steps,
+                     RandomToken& random_token) {
+  std::vector<float> logits(size_t(batch) * size_t(rows) * size_t(m.info().vocab_size));
+  StepTime t;
+  for (int step = 0; step <= steps; ++step) {  // step 0 warms up
+    ForwardBatch b;
+    const int32_t first = ctx + step * rows;
+    for (int s = 0; s < batch; ++s) {
+      b.seqs.push_back(cache.sequence(s, int32_t(b.n_rows()), rows, first + rows));
+      for (int r = 0; r < rows; ++r) {
+        b.logit_rows.push_back(int32_t(b.n_rows()));
+        b.token_ids.push_back(random_token());
+        b.positions.push_back(first + r);
+      }
+    }
+    const auto t0 = Clock::now();
+    const double c0 = process_cpu_seconds();
+    m.forward(b, cache.view, logits.data());
+    if (step > 0) {
+      t.wall_s += seconds_since(t0) / steps;
+      t.cpu_s += (process_cpu_seconds() - c0) / steps;
+    }
+  }
+  return t;
+}
+
 struct Options {
   std::string model_dir;
   std::string kv = "bf16";
@@ -120,6 +156,7 @@ struct Options {
   std::vector<int> batches = {1, 8, 32, 64, 128, 256};
   std::vector<int> contexts = {512, 4096};
   std::vector<int> prompts = {512, 2048};
+  std::vector<int> verify_rows;  // > 1: rows per sequence of a speculative verification step
   int steps = 3;
   double max_kv_gib = 6.0;
 };
@@ -174,25 +211,8 @@ int run(const Options& o) {
                       double(grown) / tokens, kv_per_token + double(kv_per_seq) / max_len);
         kv_rows.push_back(buf);
       }
-      std::vector<float> logits(size_t(batch) * size_t(info.vocab_size));
-      double timed = 0, cpu = 0;
-      for (int step = 0; step <= o.steps; ++step) {  // step 0 warms up
-        ForwardBatch b;
-        for (int s = 0; s < batch; ++s) {
-          b.token_ids.push_back(random_token());
-          b.positions.push_back(ctx + step);
-          b.seqs.push_back(cache.sequence(s, int32_t(s), 1, int32_t(ctx + step + 1)));
-          b.logit_rows.push_back(s);
-        }
-        const auto t0 = Clock::now();
-        const double c0 = process_cpu_seconds();
-        m.forward(b, cache.view, logits.data());
-        if (step > 0) {
-          timed += seconds_since(t0);
-          cpu += process_cpu_seconds() - c0;
-        }
-      }
-      const double step_s = timed / o.steps, step_cpu = cpu / o.steps;
+      const StepTime t = time_decode(m, cache, batch, ctx, 1, o.steps, random_token);
+      const double step_s = t.wall_s, step_cpu = t.cpu_s;
       std::string roofline = " | ";
       if (batch == 1 && v3) {
         const double bytes = double(w_active) + double(ctx) * kv_per_token;
@@ -204,6 +224,24 @@ int run(const Options& o) {
                   roofline.c_str());
       std::fflush(stdout);
     }
+
+  if (!o.verify_rows.empty()) {
+    const int ctx = o.contexts.front();
+    std::printf("\n| context | batch | rows per sequence (1 + drafts) | step ms | CPU s per step | CPU s vs 1 row | "
+                "all-accepted tok/s (wall) | all-accepted speedup (CPU) |\n|---|---|---|---|---|---|---|---|\n");
+    for (int batch : o.batches) {
+      int max_rows = 1;
+      for (int r : o.verify_rows) max_rows = std::max(max_rows, r);
+      BenchCache cache(kinds, kv_dtype, batch, ctx, ctx + (o.steps + 1) * max_rows);
+      const StepTime one = time_decode(m, cache, batch, ctx, 1, o.steps, random_token);
+      for (int rows : o.verify_rows) {
+        const StepTime t = rows == 1 ? one : time_decode(m, cache, batch, ctx, rows, o.steps, random_token);
+        std::printf("| %d | %d | %d | %.1f | %.3f | %.2fx | %.1f | %.2fx |\n", ctx, batch, rows, t.wall_s * 1e3,
+                    t.cpu_s, t.cpu_s / one.cpu_s, batch * rows / t.wall_s, rows * one.cpu_s / t.cpu_s);
+        std::fflush(stdout);
+      }
+    }
+  }
 
   std::printf("\n| prompt tokens | prefill s (= time to first token) | prefill tok/s | CPU s |\n|---|---|---|---|\n");
   for (int n : o.prompts) {
@@ -249,6 +287,9 @@ int main(int argc, char** argv) {
   app.add_option("--contexts", o.contexts, "Cached tokens per sequence for decode")->delimiter(',');
   app.add_option("--prompts", o.prompts, "Prompt lengths for prefill (0: none)")->delimiter(',');
   app.add_option("--steps", o.steps, "Timed decode steps per configuration");
+  app.add_option("--verify-rows", o.verify_rows,
+                 "Rows per sequence of speculative verification steps to time at the first context (e.g. 1,2,3,5)")
+      ->delimiter(',');
   app.add_option("--max-kv-gib", o.max_kv_gib, "Skip decode configurations whose cache is larger");
   CLI11_PARSE(app, argc, argv);
   return deepinfer::run(o);
