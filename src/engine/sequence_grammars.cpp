@@ -1,6 +1,7 @@
 #include "engine/sequence_grammars.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/check.h"
 
@@ -8,7 +9,8 @@ namespace deepinfer {
 
 void SequenceGrammars::add(int64_t seq_id, const std::shared_ptr<const GrammarConstraint>& constraint) {
   if (!constraint) return;
-  Entry e{constraint, grammar::GrammarMatcher(constraint->masks), constraint->start_after_token < 0};
+  Entry e{constraint, grammar::GrammarMatcher(constraint->masks), constraint->start_after_token < 0,
+          budget_.burst_seconds};
   DI_CHECK(entries_.emplace(seq_id, std::move(e)).second);
 }
 
@@ -33,8 +35,11 @@ SampledToken SequenceGrammars::sample(Sampler& sampler, int64_t seq_id, std::spa
     e.active = out.token == e.constraint->start_after_token;
     return out;
   }
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
   mask_.resize(e.matcher.vocabulary().bitmask_words());
   e.matcher.fill_next_token_bitmask(mask_.data());
+  const auto t1 = Clock::now();
   if (std::all_of(mask_.begin(), mask_.end(), [](uint32_t w) { return w == 0; })) {
     // No token and no end allowed: the grammar cannot go on (a vocabulary without end ids).
     SampledToken out = sampler.sample(logits, params, tokens, n_prompt, eos_token_ids, seed, sample_index);
@@ -42,7 +47,11 @@ SampledToken SequenceGrammars::sample(Sampler& sampler, int64_t seq_id, std::spa
     return out;
   }
   SampledToken out = sampler.sample(logits, params, tokens, n_prompt, eos_token_ids, seed, sample_index, mask_);
-  if (!e.matcher.accept_token(out.token) || !e.matcher.status().ok()) {
+  const auto t2 = Clock::now();
+  const bool accepted = e.matcher.accept_token(out.token);
+  e.seconds_left += budget_.seconds_per_token -
+                    std::chrono::duration<double>((t1 - t0) + (Clock::now() - t2)).count();
+  if (!accepted || !e.matcher.status().ok() || e.seconds_left < 0) {
     out.grammar_finish = FinishReason::kError;
   } else if (e.matcher.is_terminated()) {
     out.grammar_finish = FinishReason::kStop;

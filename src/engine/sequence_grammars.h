@@ -12,8 +12,17 @@
 // matcher failed (AutomatonLimits passed, or no token allowed), so no constrained output ends in
 // an invalid state except by max_tokens (finish_reason length) or an error.
 //
+// Budget: a grammar can be cheap to compile and still costly to match (heavy ambiguity makes every
+// new state's mask a slow trie walk), and masks are computed on the engine thread, where that
+// time delays every sequence. Each constrained sequence may spend GrammarBudget::burst_seconds,
+// plus seconds_per_token for each of its tokens, in mask fills and accepts; past that it
+// finishes with kError. Ordinary grammars stay far inside it (a cached mask is a copy, a first
+// visit a few ms).
+//
 // Determinism: the mask depends only on the sequence's own tokens, never on its batch
-// neighbours (the shared cache memoizes, it does not change answers).
+// neighbours (the shared cache memoizes, it does not change answers). The budget is wall time,
+// so whether a grammar near it is cut can depend on the machine and on what the shared cache
+// already holds; the tokens of a sequence that is not cut never do.
 // Engine thread only (the mask caches inside are thread-safe, the matchers are not).
 #pragma once
 
@@ -29,8 +38,14 @@
 
 namespace deepinfer {
 
+struct GrammarBudget {
+  double burst_seconds = 1.0;        // engine-thread time a sequence may spend at once
+  double seconds_per_token = 0.01;   // and on average per token beyond that
+};
+
 class SequenceGrammars {
  public:
+  explicit SequenceGrammars(GrammarBudget budget = {}) : budget_(budget) {}
   // Tracks sequence `seq_id` under `constraint`; nothing when it is null.
   void add(int64_t seq_id, const std::shared_ptr<const GrammarConstraint>& constraint);
   // A sample forked from `parent_id` starts from a copy of the parent's matcher.
@@ -49,8 +64,10 @@ class SequenceGrammars {
     std::shared_ptr<const GrammarConstraint> constraint;
     grammar::GrammarMatcher matcher;
     bool active = false;  // the constraint applies (reasoning, if any, is over)
+    double seconds_left = 0;  // of its budget
   };
 
+  GrammarBudget budget_;
   std::unordered_map<int64_t, Entry> entries_;
   std::vector<uint32_t> mask_;  // scratch: one sequence's allowed-token bitmask
 };

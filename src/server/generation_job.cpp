@@ -309,6 +309,15 @@ void GenerationJob::complete() {
     e.status = abort_reason.empty() ? 500 : (abort_reason.find("timed out") != std::string::npos ? 408 : 503);
     e.type = e.status == 500 ? "internal_error" : "timeout_or_shutdown";
     e.message = abort_reason.empty() ? "the engine stopped before the request finished" : abort_reason;
+    if (abort_reason.empty() && setup_.options.constraint.kind != OutputConstraint::Kind::kNone) {
+      // A constrained sample ends in error when its matcher passed a limit or its time budget.
+      const std::string& param = setup_.options.constraint.param;
+      e.status = 400;
+      e.type = "invalid_request_error";
+      e.param = param;
+      e.message = "'" + param + "' is too costly to match: generation stopped where its matcher passed the "
+                  "grammar engine's limits (states, parses alive, or time per token); simplify it";
+    }
     if (stream_started_) {
       write_event(e.to_json());
       responder_->write("data: [DONE]\n\n");

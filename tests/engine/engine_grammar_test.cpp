@@ -11,6 +11,7 @@
 
 #include "engine/engine_core.h"
 #include "engine/sampler.h"
+#include "engine/sequence_grammars.h"
 #include "engine_test_util.h"
 #include "grammar/compiled_grammar.h"
 #include "grammar/grammar_mask_cache.h"
@@ -229,6 +230,26 @@ TEST(EngineGrammar, TheConstraintStartsAfterTheReasoningEnds) {
   // Without the reasoning start the forced token is out of the grammar and never drawn.
   r.params.constraint = regex_constraint("[a-c]{2,6}");
   expect_in_grammar(run_alone(model, options(), {r})[0], "[a-c]{2,6}");
+}
+
+// A sequence whose grammar work passes its time budget finishes with an error; within the
+// budget the same sampling goes on.
+TEST(SequenceGrammars, ASequencePastItsTimeBudgetFinishesWithAnError) {
+  Sampler sampler(kVocab);
+  SamplingParams p;
+  const std::vector<float> logits(kVocab, 0.0f);
+  const std::vector<int32_t> tokens = {5, 6};
+  const std::vector<int32_t> eos = {kEos};
+  const auto constraint = regex_constraint("[a-c]{1,20}");
+  SequenceGrammars spent({0.0, 0.0});
+  spent.add(7, constraint);
+  const SampledToken cut = spent.sample(sampler, 7, logits, p, tokens, 2, eos, 1, 0);
+  EXPECT_EQ(cut.grammar_finish, FinishReason::kError);
+  SequenceGrammars roomy({10.0, 0.0});
+  roomy.add(7, constraint);
+  const SampledToken kept = roomy.sample(sampler, 7, logits, p, tokens, 2, eos, 1, 0);
+  EXPECT_EQ(kept.grammar_finish, FinishReason::kNone);
+  EXPECT_TRUE(std::regex_match(text_of({kept.token}), std::regex("[a-c]+"))) << kept.token;
 }
 
 TEST(EngineGrammar, ValidateRefusesAConstraintOverALargerVocabulary) {
