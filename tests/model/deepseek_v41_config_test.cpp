@@ -156,6 +156,17 @@ TEST(EngramHash, PublishedTokenizerCompressesTo99092Ids) {
   EXPECT_EQ(h, 1163984211020869586ULL);
 }
 
+// V4.1-Flash's published config.json: engram_vocab_size 16,000,000, 2..4-grams x 8 heads on
+// layers 1 and 14, compressed vocabulary 99,092; its engram_num_embeddings, 384,006,168 and
+// 384,016,682 (also in notes/deepseek-v41.md), are the sums of the primes this draws.
+TEST(EngramHash, FlashTablesHaveThePublishedRowCounts) {
+  auto hashes = engram_layer_hashes({1, 14}, 4, 8, 16000000, 99092);
+  ASSERT_TRUE(hashes.ok()) << hashes.status().message();
+  EXPECT_EQ((*hashes)[0].n_rows, 384006168);
+  EXPECT_EQ((*hashes)[1].n_rows, 384016682);
+  EXPECT_EQ((*hashes)[0].primes[0][0], 16000057);  // the first prime >= 16,000,000
+}
+
 // The rows of every (layer, n, head) at every position of a sequence with repeats, against the
 // formula restated from the token map's primes and multipliers (engram_token_map.json).
 TEST(EngramHash, RowsFollowTheReferenceFormula) {

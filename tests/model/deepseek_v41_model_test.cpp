@@ -242,18 +242,39 @@ TEST(DeepseekV41KvLayout, FlashShapesCost890BytesPerToken) {
   for (int i = 0; i < 18; ++i) ratios.push_back(2);
   for (int i = 0; i < 20; ++i) ratios.push_back(1);
   ratios.insert(ratios.end(), {0, 0, 0});
+  // The published V4.1-Flash text_config's values (config.json of the release).
+  t["vocab_size"] = 129280;
+  t["hidden_size"] = 5120;
+  t["moe_intermediate_size"] = 2304;
   t["num_hidden_layers"] = 40;
   t["num_nextn_predict_layers"] = 3;
+  t["num_attention_heads"] = 64;
   t["compress_ratios"] = ratios;
   t["head_dim"] = 512;
   t["qk_rope_head_dim"] = 64;
+  t["q_lora_rank"] = 1280;
+  t["o_lora_rank"] = 1024;
+  t["o_groups"] = 8;
   t["index_head_dim"] = 128;
-  t["index_n_heads"] = 64;
+  t["index_n_heads"] = 32;
+  t["index_topk"] = 512;
   t["sliding_window"] = 128;
+  t["n_routed_experts"] = 384;
+  t["num_experts_per_tok"] = 6;
   t["kv_source_layer_ids"] = {2, 8, 14, 20};
   t["index_source_layer_ids"] = {2, 8, 14, 20, 24, 28, 32, 36};
   t["candidate_source_layer_id"] = 20;
+  t["candidate_topk_blocks"] = 2048;
+  t["candidate_block_size"] = 8;
   t["engram_layer_ids"] = {1, 14};
+  t["engram_num_embeddings"] = {384006168, 384016682};
+  t["engram_vocab_size"] = 16000000;
+  t["engram_n_heads"] = 8;
+  t["engram_head_dim"] = 256;
+  t["engram_compressed_vocab_size"] = 99092;
+  t["dspark_target_layer_ids"] = {37, 38, 39};
+  j["quantization_config"] = {{"quant_method", "fp8"}, {"fmt", "e4m3"}, {"scale_fmt", "ue8m0"},
+                              {"activation_scheme", "dynamic"}, {"weight_block_size", {32, 32}}, {"expert_dtype", "fp4"}};
   auto c = DeepseekV41Config::FromJson(j, "flash");
   ASSERT_TRUE(c.ok()) << c.status().message();
   for (int block : {16, 64, 256}) {
