@@ -1,40 +1,12 @@
 #include "model/config.h"
 
-#include <filesystem>
-
 #include <nlohmann/json.hpp>
 
-#include "core/mapped_file.h"
+#include "model/config_json.h"
 #include "model/json_fields.h"
 
 namespace deepinfer {
-namespace {
-
 using nlohmann::json;
-
-Status parse_quantization(const json& j, const std::string& source, Fp8Quantization& q) {
-  auto it = j.find("quantization_config");
-  if (it == j.end() || it->is_null()) return Status::Ok();
-  if (!it->is_object()) return Status::Error(source + ": field 'quantization_config' must be an object");
-  FieldReader f(*it, source + ": quantization_config");
-  const std::string method = f.string("quant_method");
-  if (method != "fp8") return Status::Error(source + ": quantization_config.quant_method '" + method + "' is not supported (only 'fp8')");
-  const std::string fmt = f.string("fmt");
-  if (!fmt.empty() && fmt != "e4m3") return Status::Error(source + ": quantization_config.fmt '" + fmt + "' is not supported (only 'e4m3')");
-  DI_RETURN_IF_ERROR(f.status());
-  q.enabled = true;
-  auto bs = it->find("weight_block_size");
-  if (bs != it->end() && !bs->is_null()) {
-    if (!bs->is_array() || bs->size() != 2 || !(*bs)[0].is_number_integer() || !(*bs)[1].is_number_integer() ||
-        (*bs)[0].get<int>() <= 0 || (*bs)[1].get<int>() <= 0)
-      return Status::Error(source + ": quantization_config.weight_block_size must be two positive integers");
-    q.block_rows = (*bs)[0].get<int>();
-    q.block_cols = (*bs)[1].get<int>();
-  }
-  return Status::Ok();
-}
-
-}  // namespace
 
 Status parse_rope_scaling(const json& j, const std::string& source, RopeScaling& r) {
   auto it = j.find("rope_scaling");
@@ -54,15 +26,42 @@ Status parse_rope_scaling(const json& j, const std::string& source, RopeScaling&
   return f.status();
 }
 
+Status parse_fp8_quantization(const json& j, const std::string& source, bool ue8m0_scales, Fp8Quantization& q) {
+  auto it = j.find("quantization_config");
+  if (it == j.end() || it->is_null()) return Status::Ok();
+  if (!it->is_object()) return Status::Error(source + ": field 'quantization_config' must be an object");
+  FieldReader f(*it, source + ": quantization_config");
+  const std::string method = f.string("quant_method");
+  if (method != "fp8") return Status::Error(source + ": quantization_config.quant_method '" + method + "' is not supported (only 'fp8')");
+  const std::string fmt = f.string("fmt");
+  if (!fmt.empty() && fmt != "e4m3") return Status::Error(source + ": quantization_config.fmt '" + fmt + "' is not supported (only 'e4m3')");
+  if (ue8m0_scales) {
+    const std::string scale_fmt = f.string("scale_fmt");
+    if (scale_fmt != "ue8m0")
+      return Status::Error(source + ": quantization_config.scale_fmt '" + scale_fmt + "' is not supported (only 'ue8m0')");
+    const std::string act = f.string("activation_scheme");
+    if (!act.empty() && act != "dynamic")
+      return Status::Error(source + ": quantization_config.activation_scheme '" + act + "' is not supported (only 'dynamic')");
+  }
+  DI_RETURN_IF_ERROR(f.status());
+  q.enabled = true;
+  auto bs = it->find("weight_block_size");
+  if (bs != it->end() && !bs->is_null()) {
+    if (!bs->is_array() || bs->size() != 2 || !(*bs)[0].is_number_integer() || !(*bs)[1].is_number_integer() ||
+        (*bs)[0].get<int>() <= 0 || (*bs)[1].get<int>() <= 0)
+      return Status::Error(source + ": quantization_config.weight_block_size must be two positive integers");
+    q.block_rows = (*bs)[0].get<int>();
+    q.block_cols = (*bs)[1].get<int>();
+  }
+  return Status::Ok();
+}
+
 Result<ModelConfig> ModelConfig::FromJson(const json& j, const std::string& source) {
   if (!j.is_object()) return Status::Error(source + ": not a JSON object");
   ModelConfig c;
   FieldReader f(j, source);
 
-  auto arch = j.find("architectures");
-  if (arch == j.end() || !arch->is_array() || arch->empty() || !(*arch)[0].is_string())
-    return Status::Error(source + ": field 'architectures' must be a non-empty list of names");
-  c.architecture = (*arch)[0].get<std::string>();
+  DI_ASSIGN_OR_RETURN(c.architecture, architecture_name(j, source));
   if (c.architecture == "DeepseekV3ForCausalLM") c.is_v3 = true;
   else if (c.architecture != "DeepseekV2ForCausalLM")
     return Status::Error(source + ": architecture '" + c.architecture +
@@ -134,28 +133,10 @@ Result<ModelConfig> ModelConfig::FromJson(const json& j, const std::string& sour
       return Status::Error(source + ": num_experts_per_tok exceeds the experts in topk_group groups");
   }
   DI_RETURN_IF_ERROR(parse_rope_scaling(j, source, c.rope_scaling));
-  DI_RETURN_IF_ERROR(parse_quantization(j, source, c.fp8));
+  DI_RETURN_IF_ERROR(parse_fp8_quantization(j, source, /*ue8m0_scales=*/false, c.fp8));
   return c;
 }
 
-Result<ModelConfig> ModelConfig::Load(const std::string& model_dir) {
-  const std::string path = (std::filesystem::path(model_dir) / "config.json").string();
-  DI_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status::Error(path + ": not valid JSON");
-  DI_ASSIGN_OR_RETURN(ModelConfig c, FromJson(j, path));
-
-  const std::string gen_path = (std::filesystem::path(model_dir) / "generation_config.json").string();
-  if (std::filesystem::exists(gen_path)) {
-    DI_ASSIGN_OR_RETURN(std::string gen_text, read_text_file(gen_path));
-    json g = json::parse(gen_text, nullptr, false);
-    if (g.is_discarded() || !g.is_object()) return Status::Error(gen_path + ": not a valid JSON object");
-    FieldReader f(g, gen_path);
-    f.ids("eos_token_id", c.eos_token_ids);
-    f.integer("bos_token_id", c.bos_token_id, false);
-    DI_RETURN_IF_ERROR(f.status());
-  }
-  return c;
-}
+Result<ModelConfig> ModelConfig::Load(const std::string& model_dir) { return load_config<ModelConfig>(model_dir); }
 
 }  // namespace deepinfer

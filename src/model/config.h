@@ -26,7 +26,9 @@ struct RopeScaling {
   double mscale_all_dim = 0.0;  // 0: absent
 };
 
-// quantization_config of FP8 checkpoints: e4m3 weights with one f32 `*_scale_inv` per block.
+// quantization_config of FP8 checkpoints: e4m3 weights with one scale per block, an f32
+// `*_scale_inv` (V2/V3) or a UE8M0 `.scale` (V4, V4.1, whose routed experts are FP4 e2m1 with
+// UE8M0 scales per 32 inputs).
 struct Fp8Quantization {
   bool enabled = false;
   int block_rows = 128;  // weight_block_size[0]: output rows per scale
@@ -35,6 +37,11 @@ struct Fp8Quantization {
 
 // Reads j["rope_scaling"] (absent or null: plain RoPE); errors name `source` and the field.
 Status parse_rope_scaling(const nlohmann::json& j, const std::string& source, RopeScaling& r);
+// Reads j["quantization_config"] (absent or null: not quantized): quant_method 'fp8', fmt 'e4m3',
+// weight_block_size; with `ue8m0_scales` also scale_fmt 'ue8m0' and activation_scheme 'dynamic'.
+// Errors name `source` and the field.
+Status parse_fp8_quantization(const nlohmann::json& j, const std::string& source, bool ue8m0_scales,
+                              Fp8Quantization& q);
 
 struct ModelConfig {
   std::string architecture;  // DeepseekV3ForCausalLM or DeepseekV2ForCausalLM

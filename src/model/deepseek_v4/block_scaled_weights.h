@@ -33,7 +33,7 @@ void fp4_e2m1_to_bf16(const uint8_t* packed, const uint8_t* scales, int64_t n_ou
 // expansions go to `owned`; parameters and stored bytes are added to n_params / n_bytes.
 class BlockScaledBinder {
  public:
-  BlockScaledBinder(const Checkpoint& ckpt, const std::string& dir, const V4Quantization& quant,
+  BlockScaledBinder(const Checkpoint& ckpt, const std::string& dir, const Fp8Quantization& quant,
                     std::deque<std::vector<uint8_t>>& owned, size_t& n_params, size_t& n_bytes)
       : ckpt_(ckpt), dir_(dir), quant_(quant), owned_(owned), n_params_(n_params), n_bytes_(n_bytes) {}
 
@@ -66,7 +66,7 @@ class BlockScaledBinder {
  private:
   const Checkpoint& ckpt_;
   const std::string& dir_;
-  const V4Quantization& quant_;
+  const Fp8Quantization& quant_;
   std::deque<std::vector<uint8_t>>& owned_;
   size_t& n_params_;
   size_t& n_bytes_;

@@ -1,11 +1,10 @@
 #include "model/deepseek_v4/config.h"
 
-#include <filesystem>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
-#include "core/mapped_file.h"
+#include "model/config_json.h"
 #include "model/json_fields.h"
 
 namespace deepinfer {
@@ -31,48 +30,7 @@ const std::set<std::string>& known_keys() {
 
 }  // namespace
 
-Status parse_v4_quantization(const json& j, const std::string& source, V4Quantization& q) {
-  auto it = j.find("quantization_config");
-  if (it == j.end() || it->is_null()) return Status::Ok();
-  if (!it->is_object()) return Status::Error(source + ": field 'quantization_config' must be an object");
-  FieldReader f(*it, source + ": quantization_config");
-  const std::string method = f.string("quant_method");
-  if (method != "fp8") return Status::Error(source + ": quantization_config.quant_method '" + method + "' is not supported (only 'fp8')");
-  const std::string fmt = f.string("fmt");
-  if (!fmt.empty() && fmt != "e4m3") return Status::Error(source + ": quantization_config.fmt '" + fmt + "' is not supported (only 'e4m3')");
-  const std::string scale_fmt = f.string("scale_fmt");
-  if (scale_fmt != "ue8m0")
-    return Status::Error(source + ": quantization_config.scale_fmt '" + scale_fmt + "' is not supported (only 'ue8m0')");
-  const std::string act = f.string("activation_scheme");
-  if (!act.empty() && act != "dynamic")
-    return Status::Error(source + ": quantization_config.activation_scheme '" + act + "' is not supported (only 'dynamic')");
-  DI_RETURN_IF_ERROR(f.status());
-  q.enabled = true;
-  auto bs = it->find("weight_block_size");
-  if (bs != it->end() && !bs->is_null()) {
-    if (!bs->is_array() || bs->size() != 2 || !(*bs)[0].is_number_integer() || !(*bs)[1].is_number_integer() ||
-        (*bs)[0].get<int>() <= 0 || (*bs)[1].get<int>() <= 0)
-      return Status::Error(source + ": quantization_config.weight_block_size must be two positive integers");
-    q.block_rows = (*bs)[0].get<int>();
-    q.block_cols = (*bs)[1].get<int>();
-  }
-  return Status::Ok();
-}
-
-Result<DeepseekV4Config> DeepseekV4Config::FromJson(const json& j, const std::string& source) {
-  if (!j.is_object()) return Status::Error(source + ": not a JSON object");
-  for (const auto& [key, value] : j.items()) {
-    if (!known_keys().count(key)) return Status::Error(source + ": field '" + key + "' is not known for DeepSeek-V4");
-  }
-  DeepseekV4Config c;
-  auto arch = j.find("architectures");
-  if (arch == j.end() || !arch->is_array() || arch->empty() || !(*arch)[0].is_string())
-    return Status::Error(source + ": field 'architectures' must be a non-empty list of names");
-  c.architecture = (*arch)[0].get<std::string>();
-  if (c.architecture != "DeepseekV4ForCausalLM")
-    return Status::Error(source + ": architecture '" + c.architecture + "' is not DeepseekV4ForCausalLM");
-
-  FieldReader f(j, source);
+void read_v4_shared_fields(FieldReader& f, V4SharedFields& c) {
   f.integer("vocab_size", c.vocab_size, true, 1);
   f.integer("hidden_size", c.hidden_size, true, 1);
   f.integer("num_hidden_layers", c.num_hidden_layers, true, 1);
@@ -99,7 +57,6 @@ Result<DeepseekV4Config> DeepseekV4Config::FromJson(const json& j, const std::st
   f.integer("n_shared_experts", c.n_shared_experts, false);
   f.integer("num_experts_per_tok", c.num_experts_per_tok, true, 1);
   f.integer("moe_intermediate_size", c.moe_intermediate_size, true, 1);
-  f.integer("num_hash_layers", c.num_hash_layers, false);
   f.number("routed_scaling_factor", c.routed_scaling_factor, true);
   f.number("swiglu_limit", c.swiglu_limit);
   f.integer("bos_token_id", c.bos_token_id, false);
@@ -119,6 +76,29 @@ Result<DeepseekV4Config> DeepseekV4Config::FromJson(const json& j, const std::st
   if (!scoring.empty() && scoring != "sqrtsoftplus") f.fail("scoring_func '" + scoring + "' is not supported (only 'sqrtsoftplus')");
   const std::string topk = f.string("topk_method");
   if (!topk.empty() && topk != "noaux_tc") f.fail("topk_method '" + topk + "' is not supported (only 'noaux_tc')");
+}
+
+Status check_v4_shared_fields(const V4SharedFields& c, const std::string& source) {
+  auto fail = [&](const std::string& m) { return Status::Error(source + ": " + m); };
+  if (c.num_attention_heads % c.o_groups != 0) return fail("num_attention_heads must be divisible by o_groups");
+  if (c.num_experts_per_tok > c.n_routed_experts) return fail("num_experts_per_tok exceeds n_routed_experts");
+  if (c.n_routed_experts > 1024 || c.num_experts_per_tok > 64 || c.hc_mult > 64)
+    return fail("n_routed_experts > 1024, num_experts_per_tok > 64 or hc_mult > 64 is not supported");
+  if (c.quant.enabled && c.o_lora_rank % c.quant.block_rows != 0)
+    return fail("o_lora_rank must be a multiple of quantization_config.weight_block_size[0] (wo_a is split by group)");
+  return Status::Ok();
+}
+
+Result<DeepseekV4Config> DeepseekV4Config::FromJson(const json& j, const std::string& source) {
+  if (!j.is_object()) return Status::Error(source + ": not a JSON object");
+  DI_RETURN_IF_ERROR(check_known_keys(j, known_keys(), source, "DeepSeek-V4"));
+  DeepseekV4Config c;
+  DI_RETURN_IF_ERROR(check_architecture(j, source, "DeepseekV4ForCausalLM"));
+  c.architecture = "DeepseekV4ForCausalLM";
+
+  FieldReader f(j, source);
+  read_v4_shared_fields(f, c);
+  f.integer("num_hash_layers", c.num_hash_layers, false);
   const std::string expert_dtype = f.string("expert_dtype");
   if (!expert_dtype.empty() && expert_dtype != "fp4" && expert_dtype != "fp8" && expert_dtype != "bf16")
     f.fail("expert_dtype '" + expert_dtype + "' is not supported (fp4, fp8, bf16)");
@@ -138,35 +118,13 @@ Result<DeepseekV4Config> DeepseekV4Config::FromJson(const json& j, const std::st
   if (c.qk_rope_head_dim % 2 != 0 || c.qk_rope_head_dim > c.head_dim)
     return fail("qk_rope_head_dim must be even and at most head_dim");
   if (c.qk_rope_head_dim > c.index_head_dim) return fail("qk_rope_head_dim must be at most index_head_dim");
-  if (c.num_attention_heads % c.o_groups != 0) return fail("num_attention_heads must be divisible by o_groups");
-  if (c.num_experts_per_tok > c.n_routed_experts) return fail("num_experts_per_tok exceeds n_routed_experts");
-  if (c.n_routed_experts > 1024 || c.num_experts_per_tok > 64 || c.hc_mult > 64)
-    return fail("n_routed_experts > 1024, num_experts_per_tok > 64 or hc_mult > 64 is not supported");
   if (c.num_hash_layers > c.num_hidden_layers) return fail("num_hash_layers exceeds num_hidden_layers");
   DI_RETURN_IF_ERROR(parse_rope_scaling(j, source, c.rope_scaling));
-  DI_RETURN_IF_ERROR(parse_v4_quantization(j, source, c.quant));
-  if (c.quant.enabled && (c.o_lora_rank % c.quant.block_rows != 0))
-    return fail("o_lora_rank must be a multiple of quantization_config.weight_block_size[0] (wo_a is split by group)");
+  DI_RETURN_IF_ERROR(parse_fp8_quantization(j, source, /*ue8m0_scales=*/true, c.quant));
+  DI_RETURN_IF_ERROR(check_v4_shared_fields(c, source));
   return c;
 }
 
-Result<DeepseekV4Config> DeepseekV4Config::Load(const std::string& model_dir) {
-  const std::string path = (std::filesystem::path(model_dir) / "config.json").string();
-  DI_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status::Error(path + ": not valid JSON");
-  DI_ASSIGN_OR_RETURN(DeepseekV4Config c, FromJson(j, path));
-  const std::string gen_path = (std::filesystem::path(model_dir) / "generation_config.json").string();
-  if (std::filesystem::exists(gen_path)) {
-    DI_ASSIGN_OR_RETURN(std::string gen_text, read_text_file(gen_path));
-    json g = json::parse(gen_text, nullptr, false);
-    if (g.is_discarded() || !g.is_object()) return Status::Error(gen_path + ": not a valid JSON object");
-    FieldReader gf(g, gen_path);
-    gf.ids("eos_token_id", c.eos_token_ids);
-    gf.integer("bos_token_id", c.bos_token_id, false);
-    DI_RETURN_IF_ERROR(gf.status());
-  }
-  return c;
-}
+Result<DeepseekV4Config> DeepseekV4Config::Load(const std::string& model_dir) { return load_config<DeepseekV4Config>(model_dir); }
 
 }  // namespace deepinfer

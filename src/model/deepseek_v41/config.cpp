@@ -1,12 +1,11 @@
 #include "model/deepseek_v41/config.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
-#include "core/mapped_file.h"
+#include "model/config_json.h"
 #include "model/json_fields.h"
 
 namespace deepinfer {
@@ -65,41 +64,12 @@ Status int_list(const json& j, const char* key, const std::string& source, int m
 bool ascending(const std::vector<int>& v) { return std::adjacent_find(v.begin(), v.end(), std::greater_equal<int>()) == v.end(); }
 
 Status read_text_config(const json& t, const std::string& src, DeepseekV41Config& c) {
-  for (const auto& [key, value] : t.items())
-    if (!known_text_keys().count(key))
-      return Status::Error(src + ": field '" + key + "' is not known for DeepSeek-V4.1");
+  DI_RETURN_IF_ERROR(check_known_keys(t, known_text_keys(), src, "DeepSeek-V4.1"));
   FieldReader f(t, src);
-  f.integer("vocab_size", c.vocab_size, true, 1);
-  f.integer("hidden_size", c.hidden_size, true, 1);
-  f.integer("num_hidden_layers", c.num_hidden_layers, true, 1);
-  f.integer("num_nextn_predict_layers", c.num_nextn_predict_layers, false);
-  f.integer("max_position_embeddings", c.max_position_embeddings, true, 1);
-  f.number("rms_norm_eps", c.rms_norm_eps, true);
-  f.boolean("tie_word_embeddings", c.tie_word_embeddings);
-  f.integer("num_attention_heads", c.num_attention_heads, true, 1);
-  f.integer("head_dim", c.head_dim, true, 2);
-  f.integer("qk_rope_head_dim", c.qk_rope_head_dim, true, 2);
-  f.integer("q_lora_rank", c.q_lora_rank, true, 1);
-  f.integer("o_groups", c.o_groups, true, 1);
-  f.integer("o_lora_rank", c.o_lora_rank, true, 1);
-  f.integer("sliding_window", c.sliding_window, true, 1);
-  f.integer("index_n_heads", c.index_n_heads, true, 1);
-  f.integer("index_head_dim", c.index_head_dim, true, 2);
-  f.integer("index_topk", c.index_topk, true, 1);
+  read_v4_shared_fields(f, c);
   f.integer("candidate_source_layer_id", c.candidate_source_layer_id, false, -1);
   f.integer("candidate_topk_blocks", c.candidate_topk_blocks, false);
   f.integer("candidate_block_size", c.candidate_block_size, false);
-  f.number("rope_theta", c.rope_theta, true);
-  f.number("compress_rope_theta", c.compress_rope_theta, true);
-  f.integer("hc_mult", c.hc_mult, true, 1);
-  f.integer("hc_sinkhorn_iters", c.hc_sinkhorn_iters, true, 1);
-  f.number("hc_eps", c.hc_eps, true);
-  f.integer("n_routed_experts", c.n_routed_experts, true, 1);
-  f.integer("n_shared_experts", c.n_shared_experts, false);
-  f.integer("num_experts_per_tok", c.num_experts_per_tok, true, 1);
-  f.integer("moe_intermediate_size", c.moe_intermediate_size, true, 1);
-  f.number("routed_scaling_factor", c.routed_scaling_factor, true);
-  f.number("swiglu_limit", c.swiglu_limit);
   f.number("gate_temp", c.gate_temp, true);
   f.integer("engram_max_ngram_size", c.engram_max_ngram_size, false);
   f.integer("engram_vocab_size", c.engram_vocab_size, false);
@@ -110,23 +80,6 @@ Status read_text_config(const json& t, const std::string& src, DeepseekV41Config
     f.fail("engram_pad_id and engram_pad_token_id disagree");
   f.integer("engram_pad_id", c.engram_pad_id, false);
   f.integer("engram_pad_token_id", c.engram_pad_id, false);
-  f.integer("bos_token_id", c.bos_token_id, false);
-  f.ids("eos_token_id", c.eos_token_ids);
-  int kv_heads = 1;
-  f.integer("num_key_value_heads", kv_heads, false, 1);
-  if (kv_heads != 1) f.fail("num_key_value_heads must be 1 (one shared K=V head)");
-  bool flag = false;
-  f.boolean("attention_bias", flag);
-  if (flag) f.fail("attention_bias = true is not supported");
-  flag = true;
-  f.boolean("norm_topk_prob", flag);
-  if (!flag) f.fail("norm_topk_prob = false is not supported (sqrtsoftplus weights are normalized)");
-  const std::string act = f.string("hidden_act");
-  if (!act.empty() && act != "silu") f.fail("hidden_act '" + act + "' is not supported (only 'silu')");
-  const std::string scoring = f.string("scoring_func");
-  if (!scoring.empty() && scoring != "sqrtsoftplus") f.fail("scoring_func '" + scoring + "' is not supported (only 'sqrtsoftplus')");
-  const std::string topk = f.string("topk_method");
-  if (!topk.empty() && topk != "noaux_tc") f.fail("topk_method '" + topk + "' is not supported (only 'noaux_tc')");
   DI_RETURN_IF_ERROR(f.status());
 
   const int L = c.num_hidden_layers;
@@ -140,7 +93,7 @@ Status read_text_config(const json& t, const std::string& src, DeepseekV41Config
   DI_RETURN_IF_ERROR(int_list(t, "engram_layer_ids", src, 0, L - 1, false, c.engram_layer_ids));
   DI_RETURN_IF_ERROR(int_list(t, "engram_num_embeddings", src, 1, 1 << 30, false, c.engram_num_embeddings));
   DI_RETURN_IF_ERROR(parse_rope_scaling(t, src, c.rope_scaling));
-  DI_RETURN_IF_ERROR(parse_v4_quantization(t, src, c.quant));
+  DI_RETURN_IF_ERROR(parse_fp8_quantization(t, src, /*ue8m0_scales=*/true, c.quant));
 
   auto fail = [&](const std::string& m) { return Status::Error(src + ": " + m); };
   if (!ascending(c.kv_source_layer_ids) || !ascending(c.index_source_layer_ids) || !ascending(c.engram_layer_ids))
@@ -173,10 +126,7 @@ Status read_text_config(const json& t, const std::string& src, DeepseekV41Config
   }
   if (c.qk_rope_head_dim % 2 != 0 || c.qk_rope_head_dim > c.head_dim || c.qk_rope_head_dim > c.index_head_dim)
     return fail("qk_rope_head_dim must be even and at most head_dim and index_head_dim");
-  if (c.num_attention_heads % c.o_groups != 0) return fail("num_attention_heads must be divisible by o_groups");
-  if (c.num_experts_per_tok > c.n_routed_experts) return fail("num_experts_per_tok exceeds n_routed_experts");
-  if (c.n_routed_experts > 1024 || c.num_experts_per_tok > 64 || c.hc_mult > 64)
-    return fail("n_routed_experts > 1024, num_experts_per_tok > 64 or hc_mult > 64 is not supported");
+  DI_RETURN_IF_ERROR(check_v4_shared_fields(c, src));
   if (!c.engram_layer_ids.empty()) {
     if (c.engram_num_embeddings.size() != c.engram_layer_ids.size())
       return fail("engram_num_embeddings must list one table size per engram layer");
@@ -185,8 +135,6 @@ Status read_text_config(const json& t, const std::string& src, DeepseekV41Config
       return fail("engram layers need engram_max_ngram_size in [2, 16], engram_n_heads, engram_head_dim, "
                   "engram_vocab_size and engram_compressed_vocab_size");
   }
-  if (c.quant.enabled && c.o_lora_rank % c.quant.block_rows != 0)
-    return fail("o_lora_rank must be a multiple of quantization_config.weight_block_size[0] (wo_a is split by group)");
   return Status::Ok();
 }
 
@@ -214,15 +162,10 @@ int DeepseekV41Config::engram_index(int layer) const {
 
 Result<DeepseekV41Config> DeepseekV41Config::FromJson(const json& j, const std::string& source) {
   if (!j.is_object()) return Status::Error(source + ": not a JSON object");
-  for (const auto& [key, value] : j.items())
-    if (!known_top_keys().count(key)) return Status::Error(source + ": field '" + key + "' is not known for DeepSeek-V4.1");
+  DI_RETURN_IF_ERROR(check_known_keys(j, known_top_keys(), source, "DeepSeek-V4.1"));
   DeepseekV41Config c;
-  auto arch = j.find("architectures");
-  if (arch == j.end() || !arch->is_array() || arch->empty() || !(*arch)[0].is_string())
-    return Status::Error(source + ": field 'architectures' must be a non-empty list of names");
-  c.architecture = (*arch)[0].get<std::string>();
-  if (c.architecture != "DeepseekV41ForCausalLM")
-    return Status::Error(source + ": architecture '" + c.architecture + "' is not DeepseekV41ForCausalLM");
+  DI_RETURN_IF_ERROR(check_architecture(j, source, "DeepseekV41ForCausalLM"));
+  c.architecture = "DeepseekV41ForCausalLM";
   auto text = j.find("text_config");
   if (text == j.end() || !text->is_object()) return Status::Error(source + ": field 'text_config' must be an object");
   auto vision = j.find("vision_config");
@@ -236,28 +179,13 @@ Result<DeepseekV41Config> DeepseekV41Config::FromJson(const json& j, const std::
   f.ids("eos_token_id", c.eos_token_ids);
   f.boolean("tie_word_embeddings", c.tie_word_embeddings);
   DI_RETURN_IF_ERROR(f.status());
-  DI_RETURN_IF_ERROR(parse_v4_quantization(j, source, c.quant));
+  DI_RETURN_IF_ERROR(parse_fp8_quantization(j, source, /*ue8m0_scales=*/true, c.quant));
   DI_RETURN_IF_ERROR(read_text_config(*text, source + ": text_config", c));
   return c;
 }
 
 Result<DeepseekV41Config> DeepseekV41Config::Load(const std::string& model_dir) {
-  const std::string path = (std::filesystem::path(model_dir) / "config.json").string();
-  DI_ASSIGN_OR_RETURN(std::string text, read_text_file(path));
-  json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Status::Error(path + ": not valid JSON");
-  DI_ASSIGN_OR_RETURN(DeepseekV41Config c, FromJson(j, path));
-  const std::string gen_path = (std::filesystem::path(model_dir) / "generation_config.json").string();
-  if (std::filesystem::exists(gen_path)) {
-    DI_ASSIGN_OR_RETURN(std::string gen_text, read_text_file(gen_path));
-    json g = json::parse(gen_text, nullptr, false);
-    if (g.is_discarded() || !g.is_object()) return Status::Error(gen_path + ": not a valid JSON object");
-    FieldReader gf(g, gen_path);
-    gf.ids("eos_token_id", c.eos_token_ids);
-    gf.integer("bos_token_id", c.bos_token_id, false);
-    DI_RETURN_IF_ERROR(gf.status());
-  }
-  return c;
+  return load_config<DeepseekV41Config>(model_dir);
 }
 
 }  // namespace deepinfer
