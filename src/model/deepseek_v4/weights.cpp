@@ -2,14 +2,14 @@
 
 #include <cstring>
 
-#include "model/deepseek_v4/block_scaled_weights.h"
+#include "model/deepseek_v4/layer_binder.h"
 
 namespace deepinfer {
 
-class V4WeightBinder : public BlockScaledBinder {
+class V4WeightBinder : public V4LayerBinder {
  public:
   V4WeightBinder(const Checkpoint& ckpt, const DeepseekV4Config& c, const std::string& dir, DeepseekV4Weights& w)
-      : BlockScaledBinder(ckpt, dir, c.quant, w.owned_, w.n_params, w.n_bytes), c_(c) {}
+      : V4LayerBinder(ckpt, dir, c, w.owned_, w.n_params, w.n_bytes), c_(c) {}
 
   // I64 [vocab, top_k] expert ids, each < n_experts.
   std::vector<int32_t> tid2eid(const std::string& name) {
@@ -34,14 +34,6 @@ class V4WeightBinder : public BlockScaledBinder {
     return out;
   }
 
-  HyperConnectionWeights hc(const std::string& prefix, int64_t n_mix, int64_t n_scale) {
-    HyperConnectionWeights h;
-    h.fn = f32_linear(prefix + "_fn", n_mix, int64_t(c_.hc_mult) * c_.hidden_size);
-    h.base = floats(prefix + "_base", {n_mix});
-    h.scale = floats(prefix + "_scale", {n_scale});
-    return h;
-  }
-
   CompressorWeights compressor(const std::string& p, int ratio, int dim) {
     CompressorWeights cw;
     cw.ratio = ratio;
@@ -56,7 +48,7 @@ class V4WeightBinder : public BlockScaledBinder {
   }
 
   V4BlockWeights block(const std::string& p, int ratio, bool hashed) {
-    const int64_t d = c_.hidden_size, H = c_.num_attention_heads, hd = c_.head_dim, n_hc = c_.hc_mult;
+    const int64_t d = c_.hidden_size, hd = c_.head_dim, n_hc = c_.hc_mult;
     V4BlockWeights B;
     B.attn_norm = floats(p + "attn_norm.weight", {d});
     B.ffn_norm = floats(p + "ffn_norm.weight", {d});
@@ -64,52 +56,19 @@ class V4WeightBinder : public BlockScaledBinder {
     B.hc_ffn = hc(p + "hc_ffn", (2 + n_hc) * n_hc, 3);
     V4AttentionWeights& a = B.attn;
     a.compress_ratio = ratio;
-    a.wq_a = linear(p + "attn.wq_a", c_.q_lora_rank, d);
-    a.q_norm = floats(p + "attn.q_norm.weight", {c_.q_lora_rank});
-    a.wq_b = linear(p + "attn.wq_b", H * hd, c_.q_lora_rank);
-    a.wkv = linear(p + "attn.wkv", hd, d);
-    a.kv_norm = floats(p + "attn.kv_norm.weight", {hd});
-    const int64_t G = c_.o_groups, o_lora = c_.o_lora_rank, group_in = H * hd / G;
-    const LinearWeight wo_a = linear(p + "attn.wo_a", G * o_lora, group_in);
-    if (status_.ok()) {
-      for (int64_t g = 0; g < G; ++g) {  // rows g * o_lora_rank .. of wo_a, the weight of head group g
-        LinearWeight part = wo_a;
-        part.n_out = o_lora;
-        part.data = static_cast<const uint8_t*>(wo_a.data) + size_t(g * o_lora * group_in) * dtype_size(wo_a.dtype);
-        if (wo_a.scale_inv)
-          part.scale_inv = wo_a.scale_inv + (g * o_lora / wo_a.block_rows) * ((group_in + wo_a.block_cols - 1) / wo_a.block_cols);
-        a.wo_a.push_back(part);
-      }
-    }
-    a.wo_b = linear(p + "attn.wo_b", d, G * o_lora);
-    a.sink = floats(p + "attn.attn_sink", {H});
+    attention_projections(p, a);
     if (ratio > 0) a.compressor = compressor(p + "attn.compressor.", ratio, int(hd));
     if (ratio == 4) {
-      IndexerWeights& ix = a.indexer;
-      ix.n_heads = c_.index_n_heads;
-      ix.head_dim = c_.index_head_dim;
-      ix.topk = c_.index_topk;
-      ix.wq_b = linear(p + "attn.indexer.wq_b", int64_t(c_.index_n_heads) * c_.index_head_dim, c_.q_lora_rank);
-      ix.weights_proj = linear(p + "attn.indexer.weights_proj", c_.index_n_heads, d);
-      ix.compressor = compressor(p + "attn.indexer.compressor.", 4, c_.index_head_dim);
+      indexer_query(p, a.indexer);
+      a.indexer.compressor = compressor(p + "attn.indexer.compressor.", 4, c_.index_head_dim);
     }
     B.gate = linear(p + "ffn.gate", c_.n_routed_experts, d);
-    B.router.n_experts = c_.n_routed_experts;
-    B.router.top_k = c_.num_experts_per_tok;
-    B.router.routed_scaling_factor = float(c_.routed_scaling_factor);
+    B.router = router();
     if (hashed) B.router.tid2eid = tid2eid(p + "ffn.gate.tid2eid");
     else B.router.bias = floats(p + "ffn.gate.bias", {c_.n_routed_experts});
-    const int64_t inter = c_.moe_intermediate_size;
-    for (int e = 0; e < c_.n_routed_experts && status_.ok(); ++e) {
-      const std::string q = p + "ffn.experts." + std::to_string(e) + ".";
-      B.experts.push_back({linear(q + "w1", inter, d, true), linear(q + "w3", inter, d, true), linear(q + "w2", d, inter, true)});
-    }
+    B.experts = routed_experts(p);
     B.has_shared = c_.n_shared_experts > 0;
-    if (B.has_shared) {
-      const int64_t si = int64_t(c_.n_shared_experts) * inter;
-      const std::string q = p + "ffn.shared_experts.";
-      B.shared = {linear(q + "w1", si, d), linear(q + "w3", si, d), linear(q + "w2", d, si)};
-    }
+    if (B.has_shared) B.shared = shared_experts(p);
     return B;
   }
 
