@@ -281,10 +281,14 @@ TEST(DeepseekV41KvLayout, FlashShapesCost890BytesPerToken) {
     auto layout = V41KvLayout::make(*c, DType::F8_E4M3, block);
     ASSERT_TRUE(layout.ok());
     const auto kinds = layout->kinds();
-    ASSERT_EQ(kinds.size(), 2u);
+    ASSERT_EQ(kinds.size(), 3u);
     EXPECT_EQ(kinds[1].bytes_per_block, size_t(890 * block));
     EXPECT_DOUBLE_EQ(double(kinds[1].bytes_per_block) / block, 890.0);
     EXPECT_EQ(kinds[0].lookback, 127);
+    // Engram ids and the three ratio-2 sources' compressor inputs, read n-gram size - 1 back.
+    EXPECT_EQ(kinds[2].name, "inputs");
+    EXPECT_EQ(kinds[2].lookback, c->engram_max_ngram_size - 1);
+    EXPECT_EQ(kinds[2].bytes_per_block, size_t(block) * (4 + 3 * 2 * 512 * 4));
   }
 }
 

@@ -36,11 +36,12 @@ Result<V41KvLayout> V41KvLayout::make(const DeepseekV41Config& c, DType cache_dt
   k.entry_bytes = v41_kv_bytes(k.entry_format, c.head_dim);
   k.key_bytes = v41_kv_bytes(k.key_format, c.index_head_dim);
   k.lookback = c.sliding_window - 1;
-  size_t offset = size_t(L) * size_t(block_size) * k.window_bytes;
+  k.window_block_bytes = size_t(L) * size_t(block_size) * k.window_bytes;
+  size_t offset = 0;  // in an inputs block
   if (!c.engram_layer_ids.empty()) {
     k.ids_offset = int64_t(offset);
     offset += size_t(block_size) * 4;
-    k.lookback = std::max(k.lookback, c.engram_max_ngram_size - 1);
+    k.inputs_lookback = std::max(k.inputs_lookback, c.engram_max_ngram_size - 1);
   }
   k.group_offset.assign(size_t(L), -1);
   k.source_offset.assign(size_t(L), -1);
@@ -58,17 +59,19 @@ Result<V41KvLayout> V41KvLayout::make(const DeepseekV41Config& c, DType cache_dt
     if (r > 1) {
       k.group_offset[size_t(l)] = int64_t(offset);
       offset += size_t(block_size) * 2 * size_t(c.head_dim) * 4;
-      k.lookback = std::max(k.lookback, r - 1);
+      k.inputs_lookback = std::max(k.inputs_lookback, r - 1);
     }
   }
-  k.window_block_bytes = offset;
   k.compressed_block_bytes = comp;
+  k.inputs_block_bytes = offset;
+  if (k.inputs_block_bytes > 0) k.inputs_kind = comp > 0 ? 2 : 1;
   return k;
 }
 
 std::vector<KvKindSpec> V41KvLayout::kinds() const {
   std::vector<KvKindSpec> out{{"window", 1, window_block_bytes, lookback}};
   if (compressed_block_bytes > 0) out.push_back({"compressed", 1, compressed_block_bytes, 0});
+  if (inputs_kind >= 0) out.push_back({"inputs", 1, inputs_block_bytes, inputs_lookback});
   return out;
 }
 
@@ -78,12 +81,12 @@ uint8_t* V41KvLayout::window_entry(const KvCacheView& kv, const BatchSequence& s
 
 uint8_t* V41KvLayout::token_id(const KvCacheView& kv, const BatchSequence& s, int32_t position) const {
   DI_CHECK(ids_offset >= 0);
-  return block_of(kv, 0, s, position) + size_t(ids_offset) + size_t(position % block_size) * 4;
+  return block_of(kv, inputs_kind, s, position) + size_t(ids_offset) + size_t(position % block_size) * 4;
 }
 
 uint8_t* V41KvLayout::group_inputs(const KvCacheView& kv, const BatchSequence& s, int layer, int32_t position) const {
   DI_CHECK(group_offset[size_t(layer)] >= 0);
-  return block_of(kv, 0, s, position) + size_t(group_offset[size_t(layer)]) +
+  return block_of(kv, inputs_kind, s, position) + size_t(group_offset[size_t(layer)]) +
          size_t(position % block_size) * 2 * size_t(head_dim) * 4;
 }
 

@@ -1,17 +1,19 @@
 // Where DeepSeek-V4.1 keeps its state in the engine's cache (CausalLM::kv_kinds):
 //
-// Kind 0, "window" (lookback = max(sliding_window - 1, 1 if a KV source compresses at ratio 2,
-// engram_max_ngram_size - 1 if there are Engram layers)): a block holds, for its block_size
-// tokens,
-//   [layer][token] the token's K=V in every layer (window format),
-//   [token] int32 the token's Engram compressed id (Engram layers only: the n-gram look-back),
-//   [ratio-2 source][token] f32 [2][head_dim]: the compressor's inputs wkv x and wgate x, so a
-//                   group whose tokens span steps pools exactly the values of one step.
+// Kind 0, "window" (lookback sliding_window - 1): a block holds, for its block_size tokens,
+//   [layer][token] the token's K=V in every layer (window format).
 // Kind 1, "compressed" (kept while the sequence lives), only KV source layers: for source s of
 // ratio r, block_size / r entry slots per block; group g (tokens [g r, g r + r)) sits in the block
 // of its last token, slot ((g + 1) r - 1) % block_size / r: the compressed K=V (entry format),
 // then its indexer key (key format). Reuse and re-index layers store nothing: they read the
-// latest source's entries. Every byte is written by the step that computes its token.
+// latest source's entries.
+// Last kind (1, or 2 after "compressed"), "inputs" (lookback = max(1 if a KV source compresses at
+// ratio 2, engram_max_ngram_size - 1 if there are Engram layers)), only with either: a block
+// holds, for its block_size tokens,
+//   [token] int32 the token's Engram compressed id (Engram layers only: the n-gram look-back),
+//   [ratio-2 source][token] f32 [2][head_dim]: the compressor's inputs wkv x and wgate x, so a
+//                   group whose tokens span steps pools exactly the values of one step.
+// Every byte is written by the step that computes its token.
 //
 // Formats: cache dtype F32 keeps every vector in f32 with no quantization (exact math). Any other
 // cache dtype stores the published formats (kv_formats.h), each where its width is a multiple
@@ -32,7 +34,8 @@ namespace deepinfer {
 
 struct V41KvLayout {
   int block_size = 0;
-  int lookback = 0;
+  int lookback = 0;         // the window kind's
+  int inputs_lookback = 0;  // the inputs kind's
   int head_dim = 0, index_head_dim = 0;
   V41KvFormat window_format = V41KvFormat::kF32;
   V41KvFormat entry_format = V41KvFormat::kF32;
@@ -43,8 +46,10 @@ struct V41KvLayout {
   size_t key_bytes = 0;     // one indexer key
   size_t window_block_bytes = 0;
   size_t compressed_block_bytes = 0;  // 0: no KV source (no kind 1)
-  int64_t ids_offset = -1;            // compressed ids in a window block; -1: no Engram
-  std::vector<int64_t> group_offset;  // [layer] compressor inputs in a window block; -1: none
+  size_t inputs_block_bytes = 0;
+  int inputs_kind = -1;               // the inputs kind's index; -1: none
+  int64_t ids_offset = -1;            // compressed ids in an inputs block; -1: no Engram
+  std::vector<int64_t> group_offset;  // [layer] compressor inputs in an inputs block; -1: none
   std::vector<int64_t> source_offset; // [layer] this source's slots in a compressed block; -1: not a source
   std::vector<int> source_ratio;      // [layer]
 
