@@ -71,15 +71,18 @@ def test_fixed_lengths_give_known_throughput(stub, bench_serve):
                             "--concurrency", c, "--gpus", 2)
     (run,) = report["runs"]
     wave_s = (ttft + itl * (n_out - 1)) / 1000
-    assert run["duration_s"] == pytest.approx(waves * wave_s, rel=0.02)
-    assert run["throughput"]["requests_per_s"] == pytest.approx(c / wave_s, rel=0.02)
-    assert run["throughput"]["output_tokens_per_s"] == pytest.approx(c * n_out / wave_s, rel=0.02)
-    assert run["throughput"]["total_tokens_per_s"] == pytest.approx(c * (64 + n_out) / wave_s, rel=0.02)
+    # The stub cannot be faster than told; a loaded machine makes it slower (late wake-ups add up
+    # over the waves), so the duration is bounded on both sides and the rates follow from it.
+    assert waves * wave_s * 0.98 <= run["duration_s"] <= waves * wave_s * 1.25 + TAIL_SLACK_MS / 1000
+    duration = run["duration_s"]
+    assert run["throughput"]["requests_per_s"] == pytest.approx(c * waves / duration, rel=1e-6)
+    assert run["throughput"]["output_tokens_per_s"] == pytest.approx(c * waves * n_out / duration, rel=1e-6)
+    assert run["throughput"]["total_tokens_per_s"] == pytest.approx(c * waves * (64 + n_out) / duration, rel=1e-6)
     assert run["throughput"]["output_tokens_per_s_per_gpu"] == pytest.approx(run["throughput"]["output_tokens_per_s"] / 2)
     # Per-user speed is 1000 / TPOT; a late first chunk shortens one request's decode window.
     for stat in ["p10", "p50", "p90"]:
         tpot_ms = 1000 / run["user_output_tokens_per_s"][stat]
-        assert tpot_ms == pytest.approx(itl, abs=TIME_TOL_MS / (n_out - 1)), stat
+        assert itl - TIME_TOL_MS / (n_out - 1) <= tpot_ms <= itl + TAIL_SLACK_MS / (n_out - 1), stat
 
 
 def test_sweep_runs_each_concurrency_with_its_own_prompts(stub, bench_serve):
