@@ -26,8 +26,9 @@ void EngineFlags::add_to(CLI::App& cmd) {
       ->capture_default_str();
   cmd.add_option("--seed", o.seed, "Seed for requests that give none")->capture_default_str();
   cmd.add_option("--speculative", speculative,
-                 "Speculative decoding: none, or ngram (drafts looked up in the sequence's own tokens, verified in "
-                 "one step; outputs are exactly those of plain decoding). Drafts only while at most 8 sequences decode")
+                 "Speculative decoding: none, ngram (drafts looked up in the sequence's own tokens) or mtp (drafts "
+                 "from the model's MTP block; DeepSeek-V4), verified in one step; outputs are exactly those of plain "
+                 "decoding. Drafts only while at most 8 sequences decode")
       ->capture_default_str();
   cmd.add_option("--num-speculative-tokens", o.num_speculative_tokens, "Draft tokens per sequence and step (with --speculative)")
       ->capture_default_str();
@@ -43,8 +44,9 @@ Status EngineFlags::resolve() {
   options.enable_prefix_caching = !no_prefix_caching;
   if (speculative == "none") options.speculative = SpeculativeMethod::kNone;
   else if (speculative == "ngram") options.speculative = SpeculativeMethod::kNgram;
-  else if (speculative == "mtp") return Status::Error("--speculative mtp: MTP drafts are not available yet; use ngram or none");
+  else if (speculative == "mtp") options.speculative = SpeculativeMethod::kMtp;
   else return Status::Error("--speculative: '" + speculative + "' is not one of none, ngram, mtp");
+  model.mtp_drafting = options.speculative == SpeculativeMethod::kMtp;
   return options.validate();
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/check.h"
+#include "engine/mtp_drafter.h"
 #include "engine/ngram_drafter.h"
 
 namespace deepinfer {
@@ -28,6 +29,9 @@ std::vector<KvKindBlocks> kind_blocks(const KvCacheInfo& info) {
 
 Result<std::unique_ptr<EngineCore>> EngineCore::create(CausalLM& model, const EngineOptions& options) {
   DI_RETURN_IF_ERROR(options.validate());
+  if (options.speculative == SpeculativeMethod::kMtp && !model.can_draft())
+    return Status::Error("--speculative mtp: " + model.info().architecture +
+                         " has no MTP drafter here (DeepSeek-V4 checkpoints with an MTP block, loaded for drafting)");
   DI_ASSIGN_OR_RETURN(const size_t budget, options.kv_cache_budget());
   DI_ASSIGN_OR_RETURN(const std::vector<KvKindSpec> kinds, model.kv_kinds(options.kv_cache_dtype, options.block_size));
   DI_ASSIGN_OR_RETURN(const std::vector<int> n_blocks,
@@ -48,6 +52,8 @@ EngineCore::EngineCore(CausalLM& model, const EngineOptions& options, std::uniqu
       max_model_len_(kv_.max_tokens_per_sequence()) {
   if (model.info().max_position_embeddings > 0) max_model_len_ = std::min(max_model_len_, model.info().max_position_embeddings);
   if (options.max_model_len > 0) max_model_len_ = std::min(max_model_len_, options.max_model_len);
+  if (options.speculative == SpeculativeMethod::kNgram) drafter_ = std::make_unique<NgramDrafter>();
+  if (options.speculative == SpeculativeMethod::kMtp) drafter_ = std::make_unique<MtpDrafter>(model, *cache_);
 }
 
 Status EngineCore::validate(const Request& request) const {
@@ -183,31 +189,45 @@ void EngineCore::step() {
 }
 
 void EngineCore::add_drafts(SchedulerOutput& out) {
-  if (options_.speculative == SpeculativeMethod::kNone) return;
+  if (!drafter_) return;
   auto decodes_one = [](const ScheduledChunk& c) {
     return c.sample && c.n_new == 1 && c.seq->n_uncomputed() == 1 && c.seq->n_pending_forks() == 0;
   };
   const auto n_decoding = std::count_if(out.chunks.begin(), out.chunks.end(), decodes_one);
   if (n_decoding == 0 || n_decoding > options_.speculative_max_batch) return;
   int budget = options_.max_num_batched_tokens - out.n_tokens();
+  if (budget <= 0) return;
+  std::vector<ScheduledChunk*> chunks;
+  std::vector<DraftTarget> targets;
   for (ScheduledChunk& c : out.chunks) {
-    if (!decodes_one(c) || budget <= 0) continue;
-    Sequence& seq = *c.seq;
+    if (!decodes_one(c)) continue;
+    const Sequence& seq = *c.seq;
     const RequestState& r = requests_.at(seq.request_id());
-    const int k = std::min({options_.num_speculative_tokens, budget, r.max_tokens - seq.n_output() - 1,
+    const int k = std::min({options_.num_speculative_tokens, r.max_tokens - seq.n_output() - 1,
                             max_model_len_ - seq.n_tokens()});
     if (k <= 0) continue;
-    const std::vector<int32_t> draft = propose_ngram_draft(seq.tokens(), k, NgramDrafterOptions{});
-    if (draft.empty()) continue;
+    chunks.push_back(&c);
+    targets.push_back({&seq, k});
+  }
+  if (targets.empty()) return;
+  // A drafter may read the cache: the step's block copies (a fork's copied blocks) go first.
+  cache_->copy_blocks(out.block_copies);
+  out.block_copies.clear();
+  const std::vector<std::vector<int32_t>> drafts = drafter_->propose(targets);
+  for (size_t i = 0; i < chunks.size() && budget > 0; ++i) {
+    ScheduledChunk& c = *chunks[i];
+    Sequence& seq = *c.seq;
+    const int n_draft = std::min(int(drafts[i].size()), budget);  // a prefix of the drafts is a draft
+    if (n_draft == 0) continue;
     const int n_base = seq.n_tokens();
-    for (int32_t t : draft) seq.append_token(t);
-    if (!kv_.allocate(seq, 1 + int(draft.size()), out.block_copies)) {
+    for (int j = 0; j < n_draft; ++j) seq.append_token(drafts[i][size_t(j)]);
+    if (!kv_.allocate(seq, 1 + n_draft, out.block_copies)) {
       kv_.truncate(seq, n_base);
       continue;
     }
-    c.n_new = 1 + int(draft.size());
+    c.n_new = 1 + n_draft;
     c.n_logit_rows = c.n_new;
-    budget -= int(draft.size());
+    budget -= n_draft;
   }
 }
 

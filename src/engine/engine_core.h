@@ -8,17 +8,18 @@
 // shortfalls only delay it (the scheduler preempts and recomputes), nothing is dropped.
 //
 // Speculative decoding (EngineOptions::speculative): before a step, decoding sequences get up to
-// k draft tokens appended, so the step computes 1 + k positions for them in one chunk. Each
-// position is then sampled exactly as plain decoding samples it (same sampler, same history,
-// same per-position random number), in order; a draft is accepted while it equals the token
-// sampled before it, and the first sample that differs is kept too. So the output, logprobs
-// included, is token for token what plain decoding gives, at any temperature (the distribution
-// is the target's by construction, not by rejection sampling), and since a row's logits do not
-// depend on chunking, accepting m drafts yields m + 1 tokens for one step. Rejected drafts are
-// dropped before the step's blocks are filed in the prefix cache, so no filed block holds them;
-// their KV slots are simply overwritten later. Drafts are added after scheduling, to chunks that
-// decode one token, only where the pool has the blocks and the step the budget, so they never
-// preempt or delay anything.
+// k draft tokens appended (from the Drafter the method names: n-gram lookup, or the model's MTP
+// block, which reads the state the previous steps' forward kept in the cache), so the step
+// computes 1 + k positions for them in one chunk. Each position is then sampled exactly as plain
+// decoding samples it (same sampler, same history, same per-position random number), in order;
+// a draft is accepted while it equals the token sampled before it, and the first sample that
+// differs is kept too. So the output, logprobs included, is token for token what plain decoding
+// gives, at any temperature (the distribution is the target's by construction, not by rejection
+// sampling), and since a row's logits do not depend on chunking, accepting m drafts yields m + 1
+// tokens for one step. Rejected drafts are dropped before the step's blocks are filed in the
+// prefix cache, so no filed block holds them; their KV slots are simply overwritten later. Drafts
+// are added after scheduling, to chunks that decode one token, only where the pool has the blocks
+// and the step the budget, so they never preempt or delay anything.
 // Under a grammar constraint (SequenceGrammars) drafts are verified the same way: each position
 // is sampled under the mask of the grammar state its accepted tokens lead to, and only sampled
 // tokens enter the matcher, so a rejected draft never does and needs no rollback.
@@ -29,6 +30,7 @@
 #include <memory>
 #include <vector>
 
+#include "engine/drafter.h"
 #include "engine/engine_options.h"
 #include "engine/kv_cache.h"
 #include "engine/kv_cache_manager.h"
@@ -62,6 +64,7 @@ struct EngineStats {
 class EngineCore {
  public:
   // Allocates the KV cache from options.kv_cache_budget() for `model` (which must outlive this).
+  // An error for --speculative mtp where the model cannot draft (CausalLM::can_draft).
   static Result<std::unique_ptr<EngineCore>> create(CausalLM& model, const EngineOptions& options);
 
   const KvCacheInfo& kv_cache_info() const { return cache_->info(); }
@@ -119,6 +122,7 @@ class EngineCore {
   ModelRunner runner_;
   Sampler sampler_;
   SequenceGrammars grammars_;  // matchers of the constrained sequences
+  std::unique_ptr<Drafter> drafter_;  // null without speculation
   int max_model_len_;
   std::map<uint64_t, RequestState> requests_;
   int64_t next_seq_id_ = 0;

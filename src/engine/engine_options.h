@@ -12,8 +12,10 @@
 
 namespace deepinfer {
 
-// Speculative decoding: where draft tokens come from (engine_core.h says how they are verified).
-enum class SpeculativeMethod { kNone, kNgram };
+// Speculative decoding: where draft tokens come from (engine_core.h says how they are verified):
+// n-gram lookup in the sequence's tokens (ngram_drafter.h), or the model's MTP block
+// (mtp_drafter.h; the model loaded with ModelOptions::mtp_drafting).
+enum class SpeculativeMethod { kNone, kNgram, kMtp };
 
 struct EngineOptions {
   int block_size = 64;                     // tokens per KV block

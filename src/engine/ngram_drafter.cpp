@@ -18,4 +18,10 @@ std::vector<int32_t> propose_ngram_draft(std::span<const int32_t> tokens, int k,
   return {};
 }
 
+std::vector<std::vector<int32_t>> NgramDrafter::propose(std::span<const DraftTarget> targets) {
+  std::vector<std::vector<int32_t>> drafts;
+  for (const DraftTarget& t : targets) drafts.push_back(propose_ngram_draft(t.seq->tokens(), t.n_drafts, options_));
+  return drafts;
+}
+
 }  // namespace deepinfer

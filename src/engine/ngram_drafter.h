@@ -11,6 +11,8 @@
 #include <span>
 #include <vector>
 
+#include "engine/drafter.h"
+
 namespace deepinfer {
 
 struct NgramDrafterOptions {
@@ -20,5 +22,15 @@ struct NgramDrafterOptions {
 
 // Up to k draft tokens to follow `tokens`; empty when no suffix of length [min_n, max_n] recurs.
 std::vector<int32_t> propose_ngram_draft(std::span<const int32_t> tokens, int k, const NgramDrafterOptions& options);
+
+// propose_ngram_draft over each target's tokens.
+class NgramDrafter final : public Drafter {
+ public:
+  explicit NgramDrafter(NgramDrafterOptions options = {}) : options_(options) {}
+  std::vector<std::vector<int32_t>> propose(std::span<const DraftTarget> targets) override;
+
+ private:
+  NgramDrafterOptions options_;
+};
 
 }  // namespace deepinfer

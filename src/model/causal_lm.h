@@ -7,10 +7,13 @@
 // the step, how its prompt was chunked, or whether its prefix came from the prefix cache.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "core/check.h"
 #include "core/dtype.h"
 #include "core/status.h"
 #include "model/forward_batch.h"
@@ -37,6 +40,21 @@ struct ModelOptions {
   // cache the attention scores are bf16 dot products too (queries rounded). Accuracy
   // against f32 is measured in bench/RESULTS.md; bitwise batch invariance holds either way.
   DType activation_dtype = DType::F32;
+  // Keep the state of the model's own draft predictor (DeepSeek-V4's MTP block) in extra cache
+  // kinds, so that draft() proposes speculative tokens. Off: the model keeps only what its
+  // forward needs. DeepSeek-V4: an error at load where the checkpoint has no MTP block; models
+  // without such a predictor ignore it (can_draft() stays false).
+  bool mtp_drafting = false;
+};
+
+// One sequence's draft query (CausalLM::draft): its positions [0, n_ctx) are in the cache (block
+// tables as in BatchSequence, every kind of kv_kinds), `token` is its token at position n_ctx
+// (sampled, not computed yet), and n_drafts >= 1 tokens are wanted to follow it.
+struct DraftQuery {
+  int32_t n_ctx = 0;
+  int32_t token = 0;
+  int32_t n_drafts = 0;
+  std::array<const int32_t*, kMaxKvKinds> block_tables{};
 };
 
 class CausalLM {
@@ -56,6 +74,18 @@ class CausalLM {
   // Preconditions (checked): block tables cover n_ctx, positions < max_position_embeddings,
   // token ids < vocab_size (callers validate user input before it gets here).
   virtual void forward(const ForwardBatch& batch, const KvCacheView& kv, float* logits) = 0;
+
+  // Whether draft() is available: the model was loaded with ModelOptions::mtp_drafting and its
+  // forward keeps the predictor's state in its kinds.
+  virtual bool can_draft() const { return false; }
+  // Precondition: can_draft(). For each query in order, its n_drafts greedy draft tokens, one
+  // after the other in `drafts` (sum of n_drafts). Reads the cache, never writes it; a query's
+  // drafts depend only on its own sequence's cached state and token. Drafts are proposals: the
+  // engine verifies them against forward().
+  virtual void draft(std::span<const DraftQuery> queries, const KvCacheView& kv, int32_t* drafts) {
+    (void)queries, (void)kv, (void)drafts;
+    DI_CHECK(can_draft());
+  }
 };
 
 }  // namespace deepinfer

@@ -41,7 +41,7 @@ struct MlaCacheLayout {
 };
 
 // A model keeps at most this many kinds of per-layer state (engine/kv_kind.h).
-inline constexpr int kMaxKvKinds = 4;
+inline constexpr int kMaxKvKinds = 6;
 
 // One kind of per-layer state as the model lays it out (CausalLM::kv_kinds) and the engine
 // allocates it: memory [n_slabs][n_blocks][bytes_per_block], where block b of every slab holds

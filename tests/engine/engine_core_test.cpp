@@ -283,6 +283,65 @@ TEST(EngineCore, SpeculativeNgramDecodingGivesExactlyThePlainOutputs) {
   EXPECT_GT(core->stats().n_preemptions, 0u);
 }
 
+// The MTP path (SpeculativeMethod::kMtp through CausalLM::draft), with a model whose drafts are
+// its own greedy continuation read back from the cache at the positions the engine's query names:
+// every draft of a greedy request is accepted (k + 1 tokens a step), the outputs of greedy and
+// sampled requests (n > 1 forks, stop tokens, max_tokens) are those of plain decoding, batched,
+// chunked, from a warm cache and under preemption. A model that cannot draft refuses kMtp.
+TEST(EngineCore, SpeculativeMtpDraftsFromTheModelAreVerifiedExactly) {
+  FakeCausalLM model(6);
+  const auto requests = varied_requests(24, 17, 6);
+  const auto alone = run_alone(model, small_options(), requests);
+  {
+    EngineOptions o = small_options();
+    o.speculative = SpeculativeMethod::kMtp;
+    EXPECT_FALSE(EngineCore::create(model, o).ok());
+  }
+  model.drafting = true;
+  std::vector<Request> greedy(1);
+  greedy[0].prompt_token_ids = {2, 3, 4, 5};
+  greedy[0].params.temperature = 0.0f;
+  greedy[0].params.max_tokens = 40;
+  greedy[0].params.ignore_eos = true;
+  const auto greedy_alone = run_alone(model, small_options(), greedy);
+  for (int k : {1, 2, 4}) {
+    EngineOptions o = small_options();
+    o.speculative = SpeculativeMethod::kMtp;
+    o.num_speculative_tokens = k;
+    o.speculative_max_batch = 64;
+    const std::string what = "mtp k " + std::to_string(k);
+    {
+      auto core = make_core(model, o);
+      expect_same_outputs(greedy_alone, run_to_completion(*core, greedy), (what + ", greedy").c_str());
+      const EngineStats st = core->stats();
+      EXPECT_GT(st.n_draft_tokens, 0u) << what;
+      EXPECT_EQ(st.n_accepted_draft_tokens, st.n_draft_tokens) << what;
+      EXPECT_LE(st.n_steps, uint64_t(1 + (39 + k) / (k + 1))) << what;  // prefill, then k + 1 tokens a step
+    }
+    for (int chunk : {64, 7}) {
+      o.max_num_batched_tokens = chunk;
+      auto core = make_core(model, o);
+      const std::string w = what + ", chunk " + std::to_string(chunk);
+      expect_same_outputs(alone, run_to_completion(*core, requests), w.c_str());
+      expect_same_outputs(alone, run_to_completion(*core, requests, 1000), (w + ", warm cache").c_str());
+      const EngineStats st = core->stats();
+      EXPECT_GT(st.n_accepted_draft_tokens, 0u) << w;
+      EXPECT_LT(st.n_accepted_draft_tokens, st.n_draft_tokens) << w;  // sampled requests reject some
+    }
+  }
+  EngineOptions o = small_options();
+  o.speculative = SpeculativeMethod::kMtp;
+  o.speculative_max_batch = 64;
+  o.block_size = 8;
+  o.kv_cache_memory_bytes = size_t(250) * 2 * 24;  // preemption
+  const int64_t n_queries = model.n_draft_queries;
+  auto core = make_core(model, o);
+  expect_same_outputs(alone, run_to_completion(*core, requests), "mtp under preemption");
+  EXPECT_GT(core->stats().n_preemptions, 0u);
+  EXPECT_GT(model.n_draft_queries, n_queries);
+  model.drafting = false;
+}
+
 // Distribution, checked statistically beside the bitwise tests: 4,000 seeded samples at
 // temperature 1 from a prompt whose repeats make n-gram drafts frequent. The first sampled token
 // follows the model's softmax (Pearson chi-square against the fake model's exact probabilities,

@@ -118,4 +118,28 @@ void FakeCausalLM::forward(const ForwardBatch& batch, const KvCacheView& kv, flo
   }
 }
 
+void FakeCausalLM::draft(std::span<const DraftQuery> queries, const KvCacheView& kv, int32_t* drafts) {
+  DI_CHECK(drafting);
+  std::vector<float> logits(static_cast<size_t>(info_.vocab_size));
+  for (const DraftQuery& q : queries) {
+    ++n_draft_queries;
+    BatchSequence s{0, 1, q.n_ctx, q.block_tables};
+    std::vector<int32_t> tokens;
+    for (int32_t p = 0; p < q.n_ctx; ++p) {
+      Record rec;
+      std::memcpy(&rec, slot(kv, 0, 0, s, p), sizeof(Record));
+      DI_CHECK(rec.position == p && rec.layer == 0 && rec.magic == kMagic);
+      tokens.push_back(rec.token);
+    }
+    tokens.push_back(q.token);
+    for (int j = 0; j < q.n_drafts; ++j) {
+      reference_logits(tokens, logits);
+      const int32_t last = tokens.back();
+      if (cycle > 0) logits[size_t(2 + (last - 2 + 1 + cycle) % cycle)] += 100.0f;
+      tokens.push_back(int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+      *drafts++ = tokens.back();
+    }
+  }
+}
+
 }  // namespace deepinfer::test

@@ -8,7 +8,9 @@
 // the true output depends only on the sequence's own tokens (batch invariance by construction).
 // With a window (window_lookback > 0) it keeps a second kind, as DeepSeek-V4 does, holding the
 // same records, and reads it only where a window may: positions >= the step's first new token
-// minus the lookback; the tokens read there enter the logits too.
+// minus the lookback; the tokens read there enter the logits too. With `drafting` it drafts
+// (CausalLM::draft) its own greedy continuation, from the tokens its records kind holds at the
+// query's positions [0, n_ctx) and the query's token: drafts that greedy verification accepts.
 #pragma once
 
 #include <chrono>
@@ -29,6 +31,8 @@ class FakeCausalLM final : public CausalLM {
   const CausalLMInfo& info() const override { return info_; }
   Result<std::vector<KvKindSpec>> kv_kinds(DType cache_dtype, int block_size) const override;
   void forward(const ForwardBatch& batch, const KvCacheView& kv, float* logits) override;
+  bool can_draft() const override { return drafting; }
+  void draft(std::span<const DraftQuery> queries, const KvCacheView& kv, int32_t* drafts) override;
 
   // The logits after `tokens` (what forward computes for the row of the last token).
   static void reference_logits(std::span<const int32_t> tokens, std::span<float> logits);
@@ -37,6 +41,8 @@ class FakeCausalLM final : public CausalLM {
   // > 0: the next token after t is by far the likeliest 2 + (t - 1) % cycle (read from the cache
   // like the rest), so greedy output cycles through [2, 2 + cycle): text that repeats itself.
   int cycle = 0;
+  bool drafting = false;
+  int64_t n_draft_queries = 0;
   int64_t n_forward_calls = 0;
   int64_t n_rows = 0;
   int64_t max_rows = 0;  // largest batch seen

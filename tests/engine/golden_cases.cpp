@@ -39,8 +39,8 @@ std::vector<GoldenCase> load_golden(const std::string& model) {
   return cases;
 }
 
-std::unique_ptr<CausalLM> load(const std::string& model) {
-  auto m = load_causal_lm("tests/data/models/" + model);
+std::unique_ptr<CausalLM> load(const std::string& model, const ModelOptions& options) {
+  auto m = load_causal_lm("tests/data/models/" + model, options);
   EXPECT_TRUE(m.ok()) << m.status().message();
   return std::move(m).value();
 }

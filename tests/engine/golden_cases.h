@@ -29,7 +29,7 @@ struct GoldenCase {
 
 // Run from the project root.
 std::vector<GoldenCase> load_golden(const std::string& model);
-std::unique_ptr<CausalLM> load(const std::string& model);
+std::unique_ptr<CausalLM> load(const std::string& model, const ModelOptions& options = {});
 // Greedy, ignore_eos, top_logprobs 5, as many tokens as the case has steps.
 std::vector<Request> golden_requests(const std::vector<GoldenCase>& cases);
 // 64 MiB of KV in `kv`, `chunk` tokens per step.

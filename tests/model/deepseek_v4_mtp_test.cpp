@@ -7,6 +7,8 @@
 // golden marks "ambiguous", near ties, either of its two best ids), the target's logprob and the
 // top-5 logprobs (rank by rank) within 1e-3.
 #include <algorithm>
+#include <array>
+#include <functional>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -28,8 +30,8 @@ nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(ss.str());
 }
 
-std::unique_ptr<DeepseekV4Model> load_v4(const std::string& name) {
-  auto m = load_causal_lm("tests/data/models/" + name);
+std::unique_ptr<DeepseekV4Model> load_v4(const std::string& name, const ModelOptions& options = {}) {
+  auto m = load_causal_lm("tests/data/models/" + name, options);
   EXPECT_TRUE(m.ok()) << m.status().message();
   if (!m.ok()) return nullptr;
   return std::unique_ptr<DeepseekV4Model>(static_cast<DeepseekV4Model*>(std::move(m).value().release()));
@@ -129,6 +131,73 @@ TEST_F(DeepseekV4Mtp, BadIdsAreErrors) {
   auto outside = v4_mtp_probe_logits(*m, {5, 1024});
   ASSERT_FALSE(outside.ok());
   EXPECT_NE(outside.status().message().find("token id 1024 is outside the vocabulary [0, 1024)"), std::string::npos);
+}
+
+// The engine's path: the model loaded for drafting runs a sequence through its own cache kinds in
+// chunks of 3 (f32 cache), keeping the MTP block's K=V at positions shifted by one and the
+// last block's streams; then one draft() call with a query at every position q (token ids[q])
+// must give the argmax of the probe's row q - 1 (the same prediction, unshifted), wherever the
+// probe's two best logits are apart by more than 1e-3 (the shift is exact up to rounding). A
+// chained query's first draft is the single draft at its position.
+TEST_F(DeepseekV4Mtp, EngineDraftsFromTheCacheAreTheProbesPredictions) {
+  ModelOptions options;
+  options.mtp_drafting = true;
+  for (const std::string name : {"tiny-v4", "tiny-v4-fp8"}) {
+    auto m = load_v4(name, options);
+    ASSERT_TRUE(m && m->can_draft());
+    const int vocab = m->info().vocab_size, L = 40, block_size = 16;
+    std::vector<int32_t> ids;
+    for (int i = 0; i < L; ++i) ids.push_back(int32_t((i * 37 + 11) % vocab));
+    auto probe = v4_mtp_probe_logits(*m, ids);
+    ASSERT_TRUE(probe.ok());
+
+    auto kinds = m->kv_kinds(DType::F32, block_size);
+    ASSERT_TRUE(kinds.ok());
+    const int n_blocks = (L + block_size - 1) / block_size;
+    std::vector<int32_t> table(static_cast<size_t>(n_blocks));
+    for (int i = 0; i < n_blocks; ++i) table[size_t(i)] = i;
+    std::vector<std::vector<uint8_t>> memory;
+    KvCacheView view{DType::F32, block_size, {}};
+    std::array<const int32_t*, kMaxKvKinds> tables{};
+    for (size_t k = 0; k < kinds->size(); ++k) {
+      KvKindView& v = view.kinds.emplace_back();
+      v.n_blocks = n_blocks;
+      v.bytes_per_block = (*kinds)[k].bytes_per_block;
+      v.slab_base.push_back(memory.emplace_back((*kinds)[k].bytes_per_block * size_t(n_blocks)).data());
+      tables[k] = table.data();
+    }
+    std::vector<float> logits(static_cast<size_t>(vocab));
+    for (int begin = 0; begin < L - 1; begin += 3) {  // positions [0, L - 1) into the cache
+      const int end = std::min(L - 1, begin + 3);
+      ForwardBatch b;
+      b.seqs = {BatchSequence{0, end - begin, end, tables}};
+      for (int p = begin; p < end; ++p) {
+        b.token_ids.push_back(ids[size_t(p)]);
+        b.positions.push_back(p);
+      }
+      b.logit_rows = {end - begin - 1};
+      m->forward(b, view, logits.data());
+    }
+    std::vector<DraftQuery> queries;
+    for (int q = 1; q < L; ++q) queries.push_back({q, ids[size_t(q)], 1, tables});
+    for (int q : {1, 9, 20, 39}) queries.push_back({q, ids[size_t(q)], 4, tables});
+    std::vector<int32_t> drafts(size_t(L - 1) + 16);
+    m->draft(queries, view, drafts.data());
+    int n_checked = 0;
+    for (int q = 1; q < L; ++q) {
+      const float* row = probe->data() + size_t(q - 1) * size_t(vocab);
+      std::vector<float> sorted(row, row + vocab);
+      std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
+      if (sorted[0] - sorted[1] <= 1e-3f) continue;
+      EXPECT_EQ(drafts[size_t(q - 1)], int32_t(std::max_element(row, row + vocab) - row)) << name << " q " << q;
+      ++n_checked;
+    }
+    EXPECT_GT(n_checked, 30) << name;
+    const int chained[] = {1, 9, 20, 39};
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(drafts[size_t(L - 1 + 4 * i)], drafts[size_t(chained[i] - 1)]) << name << " chained at " << chained[i];
+    std::printf("%s: %d of %d engine drafts checked against the probe\n", name.c_str(), n_checked, L - 1);
+  }
 }
 
 }  // namespace

@@ -1,8 +1,11 @@
 """Speculative decoding is lossless: `deepinfer generate --speculative ngram` prints exactly the
 JSON of plain decoding (ids and every logprob bitwise) on every golden fixture (DeepSeek-V2, V3,
 V3-FP8, V4, V4-FP8), for k = 1..4 drafts, every case batched in one run; and on a repeating
-prompt, where n-gram drafts are right, greedy and seeded sampling alike. The reference is the
-plain path, itself checked against DeepSeek's reference implementation by test_golden.py."""
+prompt, where n-gram drafts are right, greedy and seeded sampling alike. `--speculative mtp` (the
+MTP block's drafts, DeepSeek-V4) prints the same JSON on V4 and V4-FP8 for k = 1..4, greedy and
+seeded, and reports its cache kinds at load; models without an MTP drafter (V3, V4.1) refuse it.
+The reference is the plain path, itself checked against DeepSeek's reference implementation by
+test_golden.py."""
 import json
 import os
 import pathlib
@@ -14,11 +17,13 @@ import pytest
 MODELS = pathlib.Path(__file__).resolve().parent.parent / "data" / "models"
 
 
-def generate(binary, model, prompts, *extra, max_tokens=16, stats=False):
+def generate(binary, model, prompts, *extra, max_tokens=16, stats=False, log=False):
     out = subprocess.run(
         [binary, "generate", "--model", str(model), "--prompts-file", str(prompts), "--max-tokens", str(max_tokens),
          "--ignore-eos", "--json", "--kv-cache-memory", str(64 << 20), *extra],
         capture_output=True, text=True, timeout=600, check=True, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    if log:
+        return out.stdout, out.stderr
     if not stats:
         return out.stdout
     m = re.search(r"speculative: (\d+) draft tokens, (\d+) accepted", out.stderr)
@@ -35,6 +40,26 @@ def test_ngram_speculation_gives_the_plain_output_on_the_fixtures(deepinfer_bin,
         spec = generate(deepinfer_bin, MODELS / model, prompts, "--temperature", "0", "--speculative", "ngram",
                         "--num-speculative-tokens", str(k))
         assert spec == plain, f"k={k}"
+
+
+@pytest.mark.parametrize("model", ["tiny-v4", "tiny-v4-fp8"])
+def test_mtp_speculation_gives_the_plain_output_on_the_v4_fixtures(deepinfer_bin, tmp_path, model):
+    # The fixtures' weights are random, so the MTP block's drafts are rarely right: drafting and
+    # verifying are what is checked here, and that the output does not move.
+    cases = json.loads((MODELS / model / "golden.json").read_text())["cases"]
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps({"prompt_ids": c["prompt_ids"]}) + "\n" for c in cases))
+    for sampling in (["--temperature", "0"], ["--temperature", "0.8", "--seed", "5"]):
+        plain = generate(deepinfer_bin, MODELS / model, prompts, *sampling)
+        for k in (1, 2, 3, 4):
+            spec, drafted, accepted = generate(deepinfer_bin, MODELS / model, prompts, *sampling, "--speculative", "mtp",
+                                               "--num-speculative-tokens", str(k), stats=True)
+            assert spec == plain, (sampling, k)
+            assert drafted > 0 and 0 <= accepted <= drafted, (sampling, k, drafted, accepted)
+    _, stderr = generate(deepinfer_bin, MODELS / model, prompts, "--speculative", "mtp", log=True)
+    assert "mtp window 16" in stderr and "mtp streams" in stderr, stderr
+    _, stderr = generate(deepinfer_bin, MODELS / model, prompts, log=True)
+    assert "mtp" not in stderr, stderr
 
 
 def test_ngram_drafts_are_accepted_and_stay_exact(deepinfer_bin, tmp_path):
@@ -55,8 +80,12 @@ def test_ngram_drafts_are_accepted_and_stay_exact(deepinfer_bin, tmp_path):
 def test_speculative_flags_are_checked(deepinfer_bin, tmp_path):
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text(json.dumps({"prompt_ids": [1, 2, 3]}) + "\n")
-    for extra, message in ((["--speculative", "eagle"], "--speculative"), (["--speculative", "mtp"], "MTP"),
-                           (["--speculative", "ngram", "--num-speculative-tokens", "0"], "num-speculative-tokens")):
-        p = subprocess.run([deepinfer_bin, "generate", "--model", str(MODELS / "tiny-v3"), "--prompts-file", str(prompts),
-                            "--max-tokens", "2", *extra], capture_output=True, text=True, timeout=120)
-        assert p.returncode != 0 and message in p.stderr, (extra, p.stderr)
+    for model, extra, message in (
+            ("tiny-v3", ["--speculative", "eagle"], "--speculative"),
+            ("tiny-v3", ["--speculative", "mtp"], "MTP"),
+            ("tiny-v41", ["--speculative", "mtp"], "MTP"),
+            ("tiny-v3", ["--speculative", "ngram", "--num-speculative-tokens", "0"], "num-speculative-tokens")):
+        p = subprocess.run([deepinfer_bin, "generate", "--model", str(MODELS / model), "--prompts-file", str(prompts),
+                            "--max-tokens", "2", "--kv-cache-memory", str(64 << 20), *extra], capture_output=True,
+                           text=True, timeout=120)
+        assert p.returncode != 0 and message in p.stderr, (model, extra, p.stderr)

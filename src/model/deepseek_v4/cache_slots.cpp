@@ -21,7 +21,8 @@ size_t n_scale_groups(const MlaCacheLayout& l) {
 }  // namespace
 
 Result<V4CacheSlots> V4CacheSlots::make(const std::vector<int>& compress_ratios, int head_dim, int rope_dim,
-                                        int index_head_dim, int sliding_window, DType dtype, int block_size) {
+                                        int index_head_dim, int sliding_window, DType dtype, int block_size,
+                                        int mtp_streams_width) {
   if (dtype != DType::F32 && dtype != DType::BF16 && dtype != DType::F8_E4M3)
     return Status::Error("the DeepSeek-V4 cache is f32, bf16 or fp8, not " + std::string(dtype_name(dtype)));
   V4CacheSlots s;
@@ -77,7 +78,17 @@ Result<V4CacheSlots> V4CacheSlots::make(const std::vector<int>& compress_ratios,
     s.compressed_kind = int(s.kinds.size());
     s.kinds.push_back({"compressed", 1, compressed_bytes, 0});
   }
-  if (s.kinds.size() > size_t(kMaxKvKinds)) return Status::Error("DeepSeek-V4 layout needs more than 4 cache kinds");
+  if (mtp_streams_width > 0) {
+    s.mtp_kv = {dtype, aligned(head_dim - rope_dim), rope_dim};
+    s.mtp_kv_kind = int(s.kinds.size());
+    const int window = std::max(1, sliding_window - 1);
+    s.kinds.push_back({"mtp window " + std::to_string(window + 1), 1, size_t(block_size) * s.mtp_kv.bytes_per_token(), window});
+    s.mtp_streams_width = mtp_streams_width;
+    s.mtp_streams_kind = int(s.kinds.size());
+    s.kinds.push_back({"mtp streams", 1, size_t(block_size) * size_t(mtp_streams_width) * sizeof(float), 1});
+  }
+  if (s.kinds.size() > size_t(kMaxKvKinds))
+    return Status::Error("DeepSeek-V4 layout needs more than " + std::to_string(kMaxKvKinds) + " cache kinds");
   return s;
 }
 
@@ -121,6 +132,21 @@ uint8_t* V4CacheSlots::index_key(const KvCacheView& kv, const BatchSequence& s, 
   const auto [block, slot] = group_slot(group, l.ratio, block_size);
   return kv.kinds[size_t(compressed_kind)].block(0, s.block_tables[size_t(compressed_kind)][block]) + l.key_offset +
          size_t(slot) * l.key.bytes_per_token();
+}
+
+uint8_t* V4CacheSlots::mtp_kv_entry(const KvCacheView& kv, const int32_t* const* block_tables, int32_t position) const {
+  DI_CHECK(mtp_kv_kind >= 0 && position >= 1);
+  const int32_t block = block_tables[mtp_kv_kind][position / block_size];
+  DI_CHECK(block >= 0);
+  return kv.kinds[size_t(mtp_kv_kind)].block(0, block) + size_t(position % block_size) * mtp_kv.bytes_per_token();
+}
+
+float* V4CacheSlots::mtp_streams(const KvCacheView& kv, const int32_t* const* block_tables, int32_t position) const {
+  DI_CHECK(mtp_streams_kind >= 0 && position >= 0);
+  const int32_t block = block_tables[mtp_streams_kind][position / block_size];
+  DI_CHECK(block >= 0);
+  return reinterpret_cast<float*>(kv.kinds[size_t(mtp_streams_kind)].block(0, block)) +
+         size_t(position % block_size) * size_t(mtp_streams_width);
 }
 
 void store_latent(uint8_t* entry, const MlaCacheLayout& layout, int offset, const float* src, int n) {

@@ -17,6 +17,15 @@
 //   entry  {dtype, head_dim - rope, rope}: softmax-pooled, normed, the last rope dims roped at
 //          the group's first position (bf16 under fp8);
 //   key    (r == 4) {dtype, index_head_dim, 0}: the indexer's compressed key.
+// With the MTP block drafting (mtp_streams_width > 0), two more window kinds, after those:
+//   mtp window    {dtype, aligned(head_dim - rope), rope}: the MTP block's K=V entry of position p,
+//                 made from (h_{p-1}, s[p]): the MTP block's own positions shifted by one, which
+//                 RoPE (relative) and its sliding-only attention do not see; none at position 0.
+//                 Lookback sliding_window - 1;
+//   mtp streams   [mtp_streams_width] f32: the hc_mult streams h_p of position p as the last
+//                 block leaves them (what the MTP block reads). Lookback 1.
+// So the step that computes position p writes its MTP entry, reading h_{p-1} from its own rows
+// or, for a chunk's first row, from the streams kind.
 // Every piece of state is written by the step that computes its token into that token's blocks:
 // chunked prefill, preemption, forks, speculative rollback and prefix hits restore it exactly
 // like the V3 latent, and a prefix hit needs only the window blocks its lookbacks read.
@@ -57,17 +66,25 @@ struct V4CacheSlots {
   std::vector<KvKindSpec> kinds;  // the window kinds, then the compressed one (if any)
   int compressed_kind = -1;
   std::vector<V4LayerSlots> layers;
+  int mtp_kv_kind = -1;       // -1: no MTP kinds
+  int mtp_streams_kind = -1;
+  MlaCacheLayout mtp_kv;
+  int mtp_streams_width = 0;  // hc_mult * hidden
 
   // compress_ratios per layer (MTP excluded). An error unless every ratio divides the block
   // size or is a multiple of it, and dtype is F32, BF16 or F8_E4M3.
   static Result<V4CacheSlots> make(const std::vector<int>& compress_ratios, int head_dim, int rope_dim,
-                                   int index_head_dim, int sliding_window, DType dtype, int block_size);
+                                   int index_head_dim, int sliding_window, DType dtype, int block_size,
+                                   int mtp_streams_width = 0);
 
   // The entries of `position` in `layer`, and the compressed entry and key of group g.
   uint8_t* kv_entry(const KvCacheView& kv, const BatchSequence& s, int layer, int32_t position) const;
   uint8_t* inputs_entry(const KvCacheView& kv, const BatchSequence& s, int layer, int32_t position) const;
   uint8_t* compressed_entry(const KvCacheView& kv, const BatchSequence& s, int layer, int32_t group) const;
   uint8_t* index_key(const KvCacheView& kv, const BatchSequence& s, int layer, int32_t group) const;
+  // The MTP kinds' entries of `position` (>= 1 for the K=V entry); tables as in BatchSequence.
+  uint8_t* mtp_kv_entry(const KvCacheView& kv, const int32_t* const* block_tables, int32_t position) const;
+  float* mtp_streams(const KvCacheView& kv, const int32_t* const* block_tables, int32_t position) const;
 };
 
 // Latent elements [offset, offset + n) of one entry, from or to f32; offset must start a region

@@ -7,6 +7,7 @@
 #include "model/deepseek/yarn_rope.h"
 #include "model/deepseek_v4/attention_projections.h"
 #include "model/deepseek_v4/indexer.h"
+#include "model/deepseek_v4/mtp_block.h"
 #include "model/deepseek_v4/sink_attention.h"
 
 namespace deepinfer {
@@ -42,8 +43,14 @@ Result<std::unique_ptr<DeepseekV4Model>> DeepseekV4Model::Load(const std::string
   auto model = std::unique_ptr<DeepseekV4Model>(
       new DeepseekV4Model(std::move(config), std::move(ckpt), std::move(weights), backend));
   model->info_.activation_dtype = options.activation_dtype;
+  if (options.mtp_drafting) {
+    DI_ASSIGN_OR_RETURN(V4MtpBlock block, V4MtpBlock::make(*model));
+    model->mtp_ = std::make_unique<V4MtpBlock>(std::move(block));
+  }
   return model;
 }
+
+DeepseekV4Model::~DeepseekV4Model() = default;
 
 DeepseekV4Model::DeepseekV4Model(DeepseekV4Config c, Checkpoint ckpt, std::unique_ptr<DeepseekV4Weights> w,
                                  Backend& backend)
@@ -66,7 +73,7 @@ DeepseekV4Model::DeepseekV4Model(DeepseekV4Config c, Checkpoint ckpt, std::uniqu
 Result<V4CacheSlots> DeepseekV4Model::cache_slots(DType cache_dtype, int block_size) const {
   const DeepseekV4Config& c = config_;
   return V4CacheSlots::make(layer_ratios_, c.head_dim, c.qk_rope_head_dim, c.index_head_dim, c.sliding_window,
-                            cache_dtype, block_size);
+                            cache_dtype, block_size, mtp_ ? c.hc_mult * c.hidden_size : 0);
 }
 
 Result<std::vector<KvKindSpec>> DeepseekV4Model::kv_kinds(DType cache_dtype, int block_size) const {
@@ -120,6 +127,7 @@ void DeepseekV4Model::forward_with_streams(const ForwardBatch& b, const KvCacheV
     hc_post(hc_, out, post, comb, n, streams);
   }
 
+  if (mtp_) write_mtp_state(b, kv, streams);
   for (size_t i = 0; i < stream_rows.size(); ++i) {
     DI_CHECK(stream_rows[i] >= 0 && stream_rows[i] < n);
     std::copy_n(streams + int64_t(stream_rows[i]) * hc * d, hc * d, streams_out + int64_t(i) * hc * d);
@@ -129,6 +137,48 @@ void DeepseekV4Model::forward_with_streams(const ForwardBatch& b, const KvCacheV
   hc_head(backend_, weights_->hc_head, hc_, streams, b.logit_rows.data(), n_out, y, mixes);
   backend_.rms_norm({y, d, xn, d, n_out, d, weights_->norm.data(), eps});
   backend_.linear({xn, d, n_out, &weights_->head, logits, c.vocab_size});
+}
+
+void DeepseekV4Model::write_mtp_state(const ForwardBatch& b, const KvCacheView& kv, const float* streams) {
+  const int64_t n = int64_t(b.n_rows()), width = int64_t(config_.hc_mult) * config_.hidden_size;
+  const int64_t hd = config_.head_dim, rd = config_.qk_rope_head_dim;
+  s_.mtp_rows.clear();
+  s_.mtp_ids.clear();
+  s_.mtp_positions.clear();
+  float* h = sized(s_.mtp_h, size_t(n * width));
+  for (int64_t r = 0; r < n; ++r) {
+    const BatchSequence& s = b.seqs[size_t(s_.row_seq[size_t(r)])];
+    const int32_t p = b.positions[size_t(r)];
+    if (p >= 1) {  // h_{p-1}: this step's row before, or the streams kind for a chunk's first row
+      const float* prev = r > s.row_begin ? streams + (r - 1) * width : slots_.mtp_streams(kv, s.block_tables.data(), p - 1);
+      std::copy_n(prev, width, h + int64_t(s_.mtp_rows.size()) * width);
+      s_.mtp_rows.push_back(int32_t(r));
+      s_.mtp_ids.push_back(b.token_ids[size_t(r)]);
+      s_.mtp_positions.push_back(p);
+    }
+  }
+  // Streams are stored after the reads above: a chunk's first row reads position p - 1, which no
+  // row of this step writes.
+  for (int64_t r = 0; r < n; ++r) {
+    const BatchSequence& s = b.seqs[size_t(s_.row_seq[size_t(r)])];
+    std::copy_n(streams + r * width, width, slots_.mtp_streams(kv, s.block_tables.data(), b.positions[size_t(r)]));
+  }
+  const int64_t m = int64_t(s_.mtp_rows.size());
+  float* entries = sized(s_.mtp_kv, size_t(m * hd));
+  mtp_->kv_entries(h, s_.mtp_ids.data(), s_.mtp_positions.data(), m, entries);
+  for (int64_t i = 0; i < m; ++i) {
+    const BatchSequence& s = b.seqs[size_t(s_.row_seq[size_t(s_.mtp_rows[size_t(i)])])];
+    uint8_t* e = slots_.mtp_kv_entry(kv, s.block_tables.data(), s_.mtp_positions[size_t(i)]);
+    store_latent(e, slots_.mtp_kv, 0, entries + i * hd, int(hd - rd));
+    store_rope(e, slots_.mtp_kv, entries + i * hd + hd - rd);
+  }
+}
+
+void DeepseekV4Model::draft(std::span<const DraftQuery> queries, const KvCacheView& kv, int32_t* drafts) {
+  DI_CHECK(mtp_ != nullptr);
+  auto slots = cache_slots(kv.dtype, kv.block_size);
+  DI_CHECK(slots.ok() && kv.kinds.size() == slots->kinds.size());
+  mtp_->draft(queries, *slots, kv, drafts);
 }
 
 void DeepseekV4Model::compress(const CompressorWeights& w, int layer, bool index_keys, const ForwardBatch& b,

@@ -22,14 +22,21 @@
 
 namespace deepinfer {
 
+class V4MtpBlock;
+
 class DeepseekV4Model final : public CausalLM {
  public:
+  // With options.mtp_drafting, the MTP block mtp.0 drafts (an error if the checkpoint has none):
+  // kv_kinds then has the MTP kinds (cache_slots.h), forward writes them, and draft() reads them.
   static Result<std::unique_ptr<DeepseekV4Model>> Load(const std::string& model_dir, const ModelOptions& options,
                                                         Backend& backend);
+  ~DeepseekV4Model() override;
 
   const CausalLMInfo& info() const override { return info_; }
   Result<std::vector<KvKindSpec>> kv_kinds(DType cache_dtype, int block_size) const override;
   void forward(const ForwardBatch& batch, const KvCacheView& kv, float* logits) override;
+  bool can_draft() const override { return mtp_ != nullptr; }
+  void draft(std::span<const DraftQuery> queries, const KvCacheView& kv, int32_t* drafts) override;
   // forward, also copying the hc_mult residual streams of the rows listed (each < n_rows) as the
   // last block leaves them, before hc_head and the final norm (what the MTP block reads), to
   // streams_out [stream_rows.size(), hc_mult, hidden].
@@ -47,6 +54,9 @@ class DeepseekV4Model final : public CausalLM {
   // xn: the sublayer's normed input [n, hidden]; out: [n, hidden].
   void attention(int layer, const ForwardBatch& b, const KvCacheView& kv, const float* xn, float* out);
   void ffn(int layer, const ForwardBatch& b, const float* xn, float* out);
+  // Each row's streams (the last block's output) [n, hc_mult, hidden] into the MTP streams kind,
+  // and for rows at positions >= 1 the MTP block's K=V entry from (h_{p-1}, s[p]).
+  void write_mtp_state(const ForwardBatch& b, const KvCacheView& kv, const float* streams);
   // Writes each row's compressor inputs (the attention's, or with index_keys the indexer's), then
   // the entries (or indexer keys) of the groups that rows complete.
   void compress(const CompressorWeights& w, int layer, bool index_keys, const ForwardBatch& b, const KvCacheView& kv,
@@ -62,6 +72,7 @@ class DeepseekV4Model final : public CausalLM {
   std::vector<float> window_inv_freq_;    // [rope / 2] rope_theta, sliding-only layers
   std::vector<float> compress_inv_freq_;  // [rope / 2] compress_rope_theta with YaRN
   CausalLMInfo info_;
+  std::unique_ptr<V4MtpBlock> mtp_;  // drafting only (ModelOptions::mtp_drafting)
 
   struct Scratch {  // reused across steps; sized on demand
     std::vector<float> streams, y, xn, out, post, comb, mixes, qr, q, kv, o, og, ckv, cscore, iq, iw, logits,
@@ -69,6 +80,8 @@ class DeepseekV4Model final : public CausalLM {
     std::vector<float> index_keys;          // per sequence: its indexer keys [n_ctx / 4, index_head_dim]
     std::vector<size_t> index_key_offset;   // [n_seqs + 1] into index_keys
     std::vector<int32_t> expert_ids, row_seq, neg_positions;
+    std::vector<float> mtp_h, mtp_kv;         // write_mtp_state: h_{p-1} and K=V per row
+    std::vector<int32_t> mtp_ids, mtp_positions, mtp_rows;
     ClampedMoeScratch moe;
   } s_;
 };

@@ -7,6 +7,7 @@
 #include "core/check.h"
 #include "model/deepseek/yarn_rope.h"
 #include "model/deepseek_v4/attention_projections.h"
+#include "model/deepseek_v4/cache_slots.h"
 #include "model/deepseek_v4/hyper_connection.h"
 #include "model/deepseek_v4/sink_attention.h"
 
@@ -39,17 +40,13 @@ V4MtpBlock::V4MtpBlock(const DeepseekV4Model& model, const V4MtpWeights& w)
   inv_freq_ = yarn_inv_freq(c.qk_rope_head_dim, c.rope_theta, RopeScaling{});
 }
 
-void V4MtpBlock::forward(const float* streams, const int32_t* next_ids, int32_t t0, int64_t n, float* logits) {
+void V4MtpBlock::attention_input(const float* streams, const int32_t* next_ids, int64_t n) {
   const DeepseekV4Config& c = *config_;
   const V4BlockWeights& B = w_->block;
   const int64_t d = c.hidden_size, hc = c.hc_mult;
   const float eps = float(c.rms_norm_eps);
   Backend& be = *backend_;
   for (int64_t i = 0; i < n; ++i) DI_CHECK(next_ids[i] >= 0 && next_ids[i] < c.vocab_size);
-  if (n == 0) return;
-  positions_.resize(size_t(n));
-  for (int64_t i = 0; i < n; ++i) positions_[size_t(i)] = t0 + int32_t(i);
-
   float* x = sized(x_, size_t(n * hc * d));  // the block's streams [n, hc, hidden]
   float* y = sized(y_, size_t(n * hc * d));
   float* xn = sized(xn_, size_t(n * d));
@@ -69,7 +66,16 @@ void V4MtpBlock::forward(const float* streams, const int32_t* next_ids, int32_t 
 
   hc_pre(be, B.hc_attn, hc_, x, n, y, post, comb, mixes);
   be.rms_norm({y, d, xn, d, n, d, B.attn_norm.data(), eps});
-  attention(xn, n, out);
+}
+
+void V4MtpBlock::finish(const int32_t* next_ids, int64_t n, float* logits) {
+  const DeepseekV4Config& c = *config_;
+  const V4BlockWeights& B = w_->block;
+  const int64_t d = c.hidden_size;
+  const float eps = float(c.rms_norm_eps);
+  Backend& be = *backend_;
+  float *x = x_.data(), *y = y_.data(), *xn = xn_.data(), *out = out_.data(), *post = post_.data(),
+        *comb = comb_.data(), *mixes = mixes_.data();
   hc_post(hc_, out, post, comb, n, x);
 
   hc_pre(be, B.hc_ffn, hc_, x, n, y, post, comb, mixes);
@@ -90,6 +96,106 @@ void V4MtpBlock::forward(const float* streams, const int32_t* next_ids, int32_t 
   hc_head(be, w_->hc_head, hc_, x, head_rows_.data(), n, y, mixes);
   be.rms_norm({y, d, xn, d, n, d, w_->norm.data(), eps});
   be.linear({xn, d, n, &model_weights_->head, logits, c.vocab_size});
+}
+
+void V4MtpBlock::forward(const float* streams, const int32_t* next_ids, int32_t t0, int64_t n, float* logits) {
+  if (n == 0) return;
+  positions_.resize(size_t(n));
+  for (int64_t i = 0; i < n; ++i) positions_[size_t(i)] = t0 + int32_t(i);
+  attention_input(streams, next_ids, n);
+  attention(xn_.data(), n, out_.data());
+  finish(next_ids, n, logits);
+}
+
+void V4MtpBlock::kv_entries(const float* streams, const int32_t* next_ids, const int32_t* positions, int64_t n,
+                            float* kv) {
+  if (n == 0) return;
+  attention_input(streams, next_ids, n);
+  v4_attention_kv(*backend_, *config_, w_->block.attn, xn_.data(), n, positions, inv_freq_.data(), kv);
+}
+
+void V4MtpBlock::draft(std::span<const DraftQuery> queries, const V4CacheSlots& slots, const KvCacheView& kv,
+                       int32_t* drafts) {
+  const DeepseekV4Config& c = *config_;
+  const V4AttentionWeights& a = w_->block.attn;
+  const int64_t width = int64_t(c.hc_mult) * c.hidden_size, H = c.num_attention_heads, hd = c.head_dim;
+  const int rd = c.qk_rope_head_dim;
+  const int64_t nq = int64_t(queries.size());
+  int max_drafts = 0;
+  std::vector<size_t> first_draft(queries.size());  // of each query in `drafts`
+  size_t n_total = 0;
+  for (size_t i = 0; i < queries.size(); ++i) {
+    DI_CHECK(queries[i].n_ctx >= 1 && queries[i].n_drafts >= 1);
+    first_draft[i] = n_total;
+    n_total += size_t(queries[i].n_drafts);
+    max_drafts = std::max(max_drafts, queries[i].n_drafts);
+  }
+  // Per query: its h [width], its token, its in-flight K=V [max_drafts, head_dim].
+  float* h = sized(h_, size_t(nq * width));
+  float* inflight = sized(draft_kv_, size_t(nq) * size_t(max_drafts) * size_t(hd));
+  draft_ids_.resize(size_t(nq));
+  for (int64_t i = 0; i < nq; ++i) {
+    std::copy_n(slots.mtp_streams(kv, queries[size_t(i)].block_tables.data(), queries[size_t(i)].n_ctx - 1), width,
+                h + i * width);
+    draft_ids_[size_t(i)] = queries[size_t(i)].token;
+  }
+  const float scale = float(1.0 / std::sqrt(double(hd)));
+  for (int j = 0; j < max_drafts; ++j) {
+    // The queries still drafting, as this pass's rows.
+    draft_query_.clear();
+    for (int64_t i = 0; i < nq; ++i)
+      if (queries[size_t(i)].n_drafts > j) draft_query_.push_back(int32_t(i));
+    const int64_t n = int64_t(draft_query_.size());
+    std::vector<float> row_h(size_t(n * width));
+    std::vector<int32_t> row_ids(static_cast<size_t>(n));
+    positions_.resize(size_t(n));
+    for (int64_t r = 0; r < n; ++r) {
+      const int32_t i = draft_query_[size_t(r)];
+      std::copy_n(h + int64_t(i) * width, width, row_h.data() + r * width);
+      row_ids[size_t(r)] = draft_ids_[size_t(i)];
+      positions_[size_t(r)] = queries[size_t(i)].n_ctx + j;
+    }
+    attention_input(row_h.data(), row_ids.data(), n);
+    float* qr = sized(qr_, size_t(n * c.q_lora_rank));
+    float* q = sized(q_, size_t(n * H * hd));
+    v4_attention_query(*backend_, c, a, xn_.data(), n, positions_.data(), inv_freq_.data(), qr, q);
+    float* own = sized(kv_, size_t(n * hd));
+    v4_attention_kv(*backend_, c, a, xn_.data(), n, positions_.data(), inv_freq_.data(), own);
+    float* o = sized(o_, size_t(n * H * hd));
+    for (int64_t r = 0; r < n; ++r) {
+      const int32_t i = draft_query_[size_t(r)];
+      const DraftQuery& dq = queries[size_t(i)];
+      float* mine = inflight + (size_t(i) * size_t(max_drafts) + size_t(j)) * size_t(hd);
+      std::copy_n(own + r * hd, hd, mine);
+      const int32_t p = positions_[size_t(r)];
+      const int32_t first = std::max(1, p - c.sliding_window + 1);
+      const int n_cached = std::max(0, dq.n_ctx - first), n_keys = p - first + 1;
+      float* keys = sized(keys_, size_t(n_keys) * size_t(hd));
+      for (int t = 0; t < n_cached; ++t) {
+        const uint8_t* e = slots.mtp_kv_entry(kv, dq.block_tables.data(), first + t);
+        load_latent(e, slots.mtp_kv, 0, keys + t * hd, int(hd - rd));
+        load_rope(e, slots.mtp_kv, keys + t * hd + hd - rd);
+      }
+      // In-flight entries of drafts [n_keys - n_cached - 1 .. j] ahead of this query, then its own.
+      const int n_inflight = n_keys - n_cached;
+      std::copy_n(inflight + (size_t(i) * size_t(max_drafts) + size_t(j + 1 - n_inflight)) * size_t(hd),
+                  size_t(n_inflight) * size_t(hd), keys + size_t(n_cached) * size_t(hd));
+      sink_attention(*backend_, q + r * H * hd, int(H), int(hd), keys, n_keys, a.sink.data(), scale, o + r * H * hd,
+                     scores_);
+    }
+    float* og = sized(og_, size_t(n * c.o_groups * c.o_lora_rank));
+    v4_attention_output(*backend_, c, a, o, n, positions_.data(), inv_freq_.data(), og, neg_positions_, out_.data());
+    float* logits = sized(draft_logits_, size_t(n) * size_t(c.vocab_size));
+    finish(row_ids.data(), n, logits);
+    for (int64_t r = 0; r < n; ++r) {
+      const int32_t i = draft_query_[size_t(r)];
+      const float* l = logits + r * c.vocab_size;
+      const int32_t best = int32_t(std::max_element(l, l + c.vocab_size) - l);
+      drafts[first_draft[size_t(i)] + size_t(j)] = best;
+      draft_ids_[size_t(i)] = best;
+      std::copy_n(x_.data() + r * width, width, h + int64_t(i) * width);
+    }
+  }
 }
 
 void V4MtpBlock::attention(const float* xn, int64_t n, float* out) {
