@@ -96,7 +96,9 @@ def test_sweep_runs_each_concurrency_with_its_own_prompts(stub, bench_serve):
     for run in report["runs"]:
         assert run["server"]["prefix_cache_hit_rate"] == 0
         assert run["server"]["kv_cache_usage_max"] <= run["load"]["concurrency"] / 32
-    assert report["runs"][2]["server"]["kv_cache_usage_max"] == pytest.approx(16 / 32)
+    # The peak is what a scrape happens to see: all 16 at once on an idle machine, fewer when a
+    # loaded one delays the scrapes or the requests; never more.
+    assert 0 < report["runs"][2]["server"]["kv_cache_usage_max"] <= 16 / 32
 
 
 def test_prefix_cache_hit_rate_is_scraped(stub, bench_serve):
