@@ -7,6 +7,7 @@
 
 #include "core/check.h"
 #include "model/deepseek/router.h"
+#include "model/scratch.h"
 
 namespace deepinfer {
 namespace {
@@ -34,12 +35,6 @@ void prefault(const MlpWeights& m) {
   prefault(m.gate);
   prefault(m.up);
   prefault(m.down);
-}
-
-template <typename T>
-T* sized(std::vector<T>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
-  return v.data();
 }
 
 }  // namespace

@@ -9,15 +9,10 @@
 #include "model/deepseek_v4/indexer.h"
 #include "model/deepseek_v4/mtp_block.h"
 #include "model/deepseek_v4/sink_attention.h"
+#include "model/scratch.h"
 
 namespace deepinfer {
 namespace {
-
-template <typename T>
-T* sized(std::vector<T>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
-  return v.data();
-}
 
 // Per-thread buffers of one row's attention.
 struct RowScratch {

@@ -9,15 +9,10 @@
 #include "model/deepseek_v4/indexer.h"
 #include "model/deepseek_v4/sink_attention.h"
 #include "model/deepseek_v41/model.h"
+#include "model/scratch.h"
 
 namespace deepinfer {
 namespace {
-
-template <typename T>
-T* sized(std::vector<T>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
-  return v.data();
-}
 
 struct RowScratch {  // per-thread buffers of one row
   std::vector<float> keys, scores, dots, index_keys;

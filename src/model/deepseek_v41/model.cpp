@@ -5,18 +5,9 @@
 
 #include "core/check.h"
 #include "model/deepseek/yarn_rope.h"
+#include "model/scratch.h"
 
 namespace deepinfer {
-namespace {
-
-template <typename T>
-T* sized(std::vector<T>& v, size_t n) {
-  if (v.size() < n) v.resize(n);
-  return v.data();
-}
-
-}  // namespace
-
 Result<std::unique_ptr<DeepseekV41Model>> DeepseekV41Model::Load(const std::string& model_dir,
                                                                  const ModelOptions& options, Backend& backend) {
   if (options.activation_dtype != DType::F32) return Status::Error("DeepSeek-V4.1 runs with f32 activations only");

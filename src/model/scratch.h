@@ -1,0 +1,16 @@
+// Grow-only scratch buffers of a forward pass: reused across steps, never shrunk.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+namespace deepinfer {
+
+// v's data, with room for at least n elements (contents of a grown buffer are unspecified).
+template <typename T>
+T* sized(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
+}  // namespace deepinfer
