@@ -139,6 +139,8 @@ void EngineCore::step() {
     const int n_accepted = int(verified[i].size()) - 1;
     n_draft_tokens_ += uint64_t(k);
     n_accepted_draft_tokens_ += uint64_t(n_accepted);
+    for (int j = 0; j < k; ++j) ++n_drafts_at_[size_t(j)];
+    for (int j = 0; j < n_accepted; ++j) ++n_accepted_at_[size_t(j)];
     kv_.truncate(seq, n_base + n_accepted);
     c.n_new = 1 + n_accepted;  // positions [n_base - 1, n_base + n_accepted) hold accepted tokens' KV
     c.n_logit_rows = 1;
@@ -323,6 +325,8 @@ EngineStats EngineCore::stats() const {
   s.n_generated_tokens = n_generated_tokens_;
   s.n_draft_tokens = n_draft_tokens_;
   s.n_accepted_draft_tokens = n_accepted_draft_tokens_;
+  s.n_drafts_at = n_drafts_at_;
+  s.n_accepted_at = n_accepted_at_;
   return s;
 }
 

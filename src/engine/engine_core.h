@@ -25,6 +25,7 @@
 // tokens enter the matcher, so a rejected draft never does and needs no rollback.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -59,6 +60,9 @@ struct EngineStats {
   uint64_t n_generated_tokens = 0;    // tokens sampled
   uint64_t n_draft_tokens = 0;        // speculative drafts verified
   uint64_t n_accepted_draft_tokens = 0;  // of those, accepted
+  // Per draft position i (the i+1-th draft of a step): drafts verified there, and accepted
+  // (a draft is accepted only if every one before it was, so the counts fall with i).
+  std::array<uint64_t, kMaxSpeculativeTokens> n_drafts_at{}, n_accepted_at{};
 };
 
 class EngineCore {
@@ -128,6 +132,7 @@ class EngineCore {
   int64_t next_seq_id_ = 0;
   uint64_t n_steps_ = 0, n_computed_tokens_ = 0, n_generated_tokens_ = 0;
   uint64_t n_draft_tokens_ = 0, n_accepted_draft_tokens_ = 0;
+  std::array<uint64_t, kMaxSpeculativeTokens> n_drafts_at_{}, n_accepted_at_{};
 };
 
 }  // namespace deepinfer

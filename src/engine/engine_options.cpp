@@ -34,8 +34,8 @@ Status EngineOptions::validate() const {
     return Status::Error("kv-cache-dtype must be bf16, fp8 or f32");
   }
   if (max_model_len < 0) return Status::Error("max-model-len must be >= 0 (0: the model's limit)");
-  if (num_speculative_tokens < 1 || num_speculative_tokens > 16)
-    return Status::Error("num-speculative-tokens must be in [1, 16]");
+  if (num_speculative_tokens < 1 || num_speculative_tokens > kMaxSpeculativeTokens)
+    return Status::Error("num-speculative-tokens must be in [1, " + std::to_string(kMaxSpeculativeTokens) + "]");
   return Status::Ok();
 }
 

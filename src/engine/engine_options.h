@@ -17,6 +17,8 @@ namespace deepinfer {
 // (mtp_drafter.h; the model loaded with ModelOptions::mtp_drafting).
 enum class SpeculativeMethod { kNone, kNgram, kMtp };
 
+inline constexpr int kMaxSpeculativeTokens = 16;  // --num-speculative-tokens at most
+
 struct EngineOptions {
   int block_size = 64;                     // tokens per KV block
   int max_num_batched_tokens = 2048;       // tokens per step: prefill chunks and decodes together
@@ -28,7 +30,7 @@ struct EngineOptions {
   int max_model_len = 0;                   // prompt + output tokens per sequence; 0: the model's limit
   uint64_t seed = 0;                       // requests without a seed derive theirs from it
   SpeculativeMethod speculative = SpeculativeMethod::kNone;
-  int num_speculative_tokens = 3;          // drafts per sequence and step, [1, 16]
+  int num_speculative_tokens = 3;          // drafts per sequence and step, [1, kMaxSpeculativeTokens]
   // Drafts only while at most this many sequences decode: beyond, a step is no longer bound by
   // reading the weights and verifying drafts would cost more than it saves.
   int speculative_max_batch = 8;

@@ -91,6 +91,17 @@ std::string ServerMetrics::render(const EngineGauges& g) const {
   out += "deepinfer_spec_decode_draft_tokens_total " + std::to_string(g.spec_draft_tokens) + "\n";
   header(out, "deepinfer_spec_decode_accepted_tokens_total", "counter", "Speculative draft tokens accepted.");
   out += "deepinfer_spec_decode_accepted_tokens_total " + std::to_string(g.spec_accepted_tokens) + "\n";
+  // Per draft position, up to the last one ever drafted (position 0: each step's first draft).
+  header(out, "deepinfer_spec_decode_draft_tokens_per_pos_total", "counter",
+         "Speculative draft tokens verified at each draft position.");
+  for (size_t i = 0; i < g.spec_drafts_at.size() && g.spec_drafts_at[i] > 0; ++i)
+    out += "deepinfer_spec_decode_draft_tokens_per_pos_total{position=\"" + std::to_string(i) + "\"} " +
+           std::to_string(g.spec_drafts_at[i]) + "\n";
+  header(out, "deepinfer_spec_decode_accepted_tokens_per_pos_total", "counter",
+         "Speculative draft tokens accepted at each draft position.");
+  for (size_t i = 0; i < g.spec_accepted_at.size() && i < g.spec_drafts_at.size() && g.spec_drafts_at[i] > 0; ++i)
+    out += "deepinfer_spec_decode_accepted_tokens_per_pos_total{position=\"" + std::to_string(i) + "\"} " +
+           std::to_string(g.spec_accepted_at[i]) + "\n";
   header(out, "deepinfer_open_connections", "gauge", "Open HTTP connections.");
   out += "deepinfer_open_connections " + std::to_string(g.open_connections) + "\n";
   return out;

@@ -46,6 +46,7 @@ class ServerMetrics {
     uint64_t prefix_cache_hits = 0;     // of which found
     uint64_t spec_draft_tokens = 0;     // speculative drafts verified
     uint64_t spec_accepted_tokens = 0;  // of which accepted
+    std::vector<uint64_t> spec_drafts_at, spec_accepted_at;  // per draft position (EngineStats)
     size_t open_connections = 0;
   };
   std::string render(const EngineGauges& g) const;

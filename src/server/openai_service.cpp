@@ -197,6 +197,8 @@ void OpenAiService::route(const HttpRequest& req, const std::shared_ptr<HttpResp
       g.prefix_cache_hits = s.n_prefix_hit_tokens;
       g.spec_draft_tokens = s.n_draft_tokens;
       g.spec_accepted_tokens = s.n_accepted_draft_tokens;
+      g.spec_drafts_at.assign(s.n_drafts_at.begin(), s.n_drafts_at.end());
+      g.spec_accepted_at.assign(s.n_accepted_at.begin(), s.n_accepted_at.end());
     }
     if (open_connections_) g.open_connections = open_connections_();
     return res->send(200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render(g));

@@ -355,6 +355,18 @@ def test_speculative_server_streams_the_plain_output(deepinfer_bin, model_dir, s
                           if line.startswith("data: {") and json.loads(line[6:])["choices"]]
                 assert "".join(pieces) == want["choices"][0]["text"]
         drafted = s.metric("deepinfer_spec_decode_draft_tokens_total")
-        assert 0 <= s.metric("deepinfer_spec_decode_accepted_tokens_total") <= drafted
+        accepted = s.metric("deepinfer_spec_decode_accepted_tokens_total")
+        assert 0 <= accepted <= drafted
+        # Per draft position: they add up to the totals, and a position accepts at most what it drafted.
+        _, text = s.get("/metrics")
+        per_pos = {}
+        for line in text.splitlines():
+            for kind in ("draft", "accepted"):
+                prefix = f'deepinfer_spec_decode_{kind}_tokens_per_pos_total{{position="'
+                if line.startswith(prefix):
+                    per_pos[(kind, int(line[len(prefix):].split('"')[0]))] = float(line.split()[-1])
+        assert sum(v for (kind, _), v in per_pos.items() if kind == "draft") == drafted
+        assert sum(v for (kind, _), v in per_pos.items() if kind == "accepted") == accepted
+        assert all(per_pos[("accepted", i)] <= per_pos[("draft", i)] for (kind, i) in per_pos if kind == "accepted")
     finally:
         assert s.stop() == 0

@@ -270,6 +270,16 @@ TEST(EngineCore, SpeculativeNgramDecodingGivesExactlyThePlainOutputs) {
       EXPECT_GT(st.n_draft_tokens, 0u) << what;
       EXPECT_GT(st.n_accepted_draft_tokens, 0u) << what;
       EXPECT_LT(st.n_accepted_draft_tokens, st.n_draft_tokens) << what;
+      uint64_t drafted = 0, accepted = 0;
+      for (int j = 0; j < kMaxSpeculativeTokens; ++j) {  // a draft is accepted only after all before it
+        EXPECT_LE(st.n_accepted_at[size_t(j)], st.n_drafts_at[size_t(j)]) << what;
+        if (j > 0) EXPECT_LE(st.n_accepted_at[size_t(j)], st.n_accepted_at[size_t(j - 1)]) << what;
+        if (j >= k) EXPECT_EQ(st.n_drafts_at[size_t(j)], 0u) << what;
+        drafted += st.n_drafts_at[size_t(j)];
+        accepted += st.n_accepted_at[size_t(j)];
+      }
+      EXPECT_EQ(drafted, st.n_draft_tokens) << what;
+      EXPECT_EQ(accepted, st.n_accepted_draft_tokens) << what;
       EXPECT_LT(st.n_steps, 2 * (st.n_generated_tokens + 1)) << what;
     }
   }
@@ -419,6 +429,9 @@ TEST(EngineCore, AlwaysRightDraftsGiveKPlusOneTokensPerStep) {
     expect_same_outputs(plain, run_to_completion(*core, {r}), "always right");
     const EngineStats st = core->stats();
     EXPECT_EQ(st.n_accepted_draft_tokens, st.n_draft_tokens) << k;
+    EXPECT_EQ(st.n_accepted_at, st.n_drafts_at) << k;  // every position accepts
+    EXPECT_GT(st.n_drafts_at[size_t(k - 1)], 0u) << k;
+    EXPECT_EQ(st.n_drafts_at[size_t(k)], 0u) << k;
     // 1 prefill step, then ceil(39 / (k + 1)) decode steps.
     EXPECT_EQ(st.n_steps, 1 + (39 + uint64_t(k)) / uint64_t(k + 1)) << k;
   }

@@ -35,6 +35,8 @@ TEST(ServerMetrics, RendersCountersAndGauges) {
   g.prefix_cache_hits = 4;
   g.spec_draft_tokens = 9;
   g.spec_accepted_tokens = 5;
+  g.spec_drafts_at = {6, 3, 0, 0};
+  g.spec_accepted_at = {4, 1, 0, 0};
   const std::string out = m.render(g);
   EXPECT_NE(out.find("deepinfer_requests_total{endpoint=\"/v1/completions\",status=\"200\"} 2\n"), std::string::npos);
   EXPECT_NE(out.find("deepinfer_requests_total{endpoint=\"/v1/completions\",status=\"400\"} 1\n"), std::string::npos);
@@ -44,6 +46,10 @@ TEST(ServerMetrics, RendersCountersAndGauges) {
   EXPECT_NE(out.find("deepinfer_prefix_cache_hit_rate 0.4\n"), std::string::npos);
   EXPECT_NE(out.find("deepinfer_spec_decode_draft_tokens_total 9\n"), std::string::npos);
   EXPECT_NE(out.find("deepinfer_spec_decode_accepted_tokens_total 5\n"), std::string::npos);
+  EXPECT_NE(out.find("deepinfer_spec_decode_draft_tokens_per_pos_total{position=\"1\"} 3\n"), std::string::npos);
+  EXPECT_NE(out.find("deepinfer_spec_decode_accepted_tokens_per_pos_total{position=\"0\"} 4\n"), std::string::npos);
+  EXPECT_NE(out.find("deepinfer_spec_decode_accepted_tokens_per_pos_total{position=\"1\"} 1\n"), std::string::npos);
+  EXPECT_EQ(out.find("position=\"2\""), std::string::npos);  // never drafted there
   EXPECT_NE(out.find("# TYPE deepinfer_time_to_first_token_seconds histogram\n"), std::string::npos);
 }
 
