@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -12,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
+#include "cli/token_id_list.h"
 #include "engine/engine.h"
 #include "model/loader.h"
 #include "tokenizer/tokenizer.h"
@@ -32,21 +32,6 @@ struct GenerateFlags {
 int fail(const std::string& message) {
   std::fprintf(stderr, "error: %s\n", message.c_str());
   return 1;
-}
-
-Result<std::vector<int32_t>> parse_id_list(const std::string& text) {
-  std::vector<int32_t> ids;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    char* end = nullptr;
-    const long v = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v < 0 || v > INT32_MAX)
-      return Status::Error("--prompt-ids: '" + item + "' is not a token id");
-    ids.push_back(int32_t(v));
-  }
-  if (ids.empty()) return Status::Error("--prompt-ids: no token ids given");
-  return ids;
 }
 
 // One prompt per JSON line: {"prompt_ids": [...]} or {"prompt": "..."}.
@@ -79,7 +64,7 @@ int run_generate(GenerateFlags& f) {
   } else if (!f.prompt.empty()) {
     inputs.push_back({{"prompt", f.prompt}});
   } else {
-    auto ids = parse_id_list(f.prompt_ids);
+    auto ids = parse_token_id_list(f.prompt_ids, "--prompt-ids");
     if (!ids.ok()) return fail(ids.status().message());
     inputs.push_back({{"prompt_ids", ids.value()}});
   }

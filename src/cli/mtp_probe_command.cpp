@@ -11,13 +11,13 @@
 #include <cstdio>
 #include <iostream>
 #include <numeric>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/token_id_list.h"
 #include "model/deepseek_v4/model.h"
 #include "model/deepseek_v4/mtp_block.h"
 #include "model/loader.h"
@@ -36,21 +36,8 @@ int fail(const std::string& message) {
   return 1;
 }
 
-Result<std::vector<int32_t>> parse_ids(const std::string& text) {
-  std::vector<int32_t> ids;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    char* end = nullptr;
-    const long v = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || v < 0 || v > INT32_MAX) return Status::Error("--ids: '" + item + "' is not a token id");
-    ids.push_back(int32_t(v));
-  }
-  return ids;
-}
-
 int run_mtp_probe(const MtpProbeFlags& f) {
-  auto ids = parse_ids(f.ids);
+  auto ids = parse_token_id_list(f.ids, "--ids");
   if (!ids.ok()) return fail(ids.status().message());
   auto loaded = load_causal_lm(f.model_dir);
   if (!loaded.ok()) return fail(loaded.status().message());
