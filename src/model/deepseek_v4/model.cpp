@@ -71,6 +71,16 @@ Result<V4CacheSlots> DeepseekV4Model::cache_slots(DType cache_dtype, int block_s
                             cache_dtype, block_size, mtp_ ? c.hc_mult * c.hidden_size : 0);
 }
 
+void DeepseekV4Model::use_cache_layout(const KvCacheView& kv) {
+  if (slots_dtype_ != kv.dtype || slots_.block_size != kv.block_size || slots_.layers.empty()) {
+    auto slots = cache_slots(kv.dtype, kv.block_size);
+    DI_CHECK(slots.ok());
+    slots_ = std::move(slots).value();
+    slots_dtype_ = kv.dtype;
+  }
+  DI_CHECK(kv.kinds.size() == slots_.kinds.size());
+}
+
 Result<std::vector<KvKindSpec>> DeepseekV4Model::kv_kinds(DType cache_dtype, int block_size) const {
   DI_ASSIGN_OR_RETURN(const V4CacheSlots slots, cache_slots(cache_dtype, block_size));
   return slots.kinds;
@@ -84,10 +94,7 @@ void DeepseekV4Model::forward_with_streams(const ForwardBatch& b, const KvCacheV
                                            const std::vector<int32_t>& stream_rows, float* streams_out) {
   const DeepseekV4Config& c = config_;
   const int64_t n = int64_t(b.n_rows()), d = c.hidden_size, hc = c.hc_mult;
-  auto slots = cache_slots(kv.dtype, kv.block_size);
-  DI_CHECK(slots.ok());
-  slots_ = std::move(slots).value();
-  DI_CHECK(kv.kinds.size() == slots_.kinds.size());
+  use_cache_layout(kv);
   DI_CHECK(b.positions.size() == b.n_rows());
   for (int64_t r = 0; r < n; ++r) {
     DI_CHECK(b.token_ids[size_t(r)] >= 0 && b.token_ids[size_t(r)] < c.vocab_size);
@@ -171,9 +178,8 @@ void DeepseekV4Model::write_mtp_state(const ForwardBatch& b, const KvCacheView& 
 
 void DeepseekV4Model::draft(std::span<const DraftQuery> queries, const KvCacheView& kv, int32_t* drafts) {
   DI_CHECK(mtp_ != nullptr);
-  auto slots = cache_slots(kv.dtype, kv.block_size);
-  DI_CHECK(slots.ok() && kv.kinds.size() == slots->kinds.size());
-  mtp_->draft(queries, *slots, kv, drafts);
+  use_cache_layout(kv);
+  mtp_->draft(queries, slots_, kv, drafts);
 }
 
 void DeepseekV4Model::compress(const CompressorWeights& w, int layer, bool index_keys, const ForwardBatch& b,

@@ -67,7 +67,11 @@ class DeepseekV4Model final : public CausalLM {
   std::unique_ptr<DeepseekV4Weights> weights_;
   Backend& backend_;
   std::vector<int> layer_ratios_;  // compress_ratios without the MTP block's
-  V4CacheSlots slots_;             // for the cache of the current forward
+  // The layout of the cache forward/draft were last given, laid out again only when its dtype or
+  // block size changes (a model serves one engine's cache; tests and benchmarks pass others).
+  void use_cache_layout(const KvCacheView& kv);
+  V4CacheSlots slots_;
+  DType slots_dtype_ = DType::F32;
   HyperConnectionDims hc_;
   std::vector<float> window_inv_freq_;    // [rope / 2] rope_theta, sliding-only layers
   std::vector<float> compress_inv_freq_;  // [rope / 2] compress_rope_theta with YaRN
