@@ -49,6 +49,7 @@ EngineCore::EngineCore(CausalLM& model, const EngineOptions& options, std::uniqu
       scheduler_({options.max_num_batched_tokens, options.max_num_seqs}, kv_),
       runner_(model, *cache_),
       sampler_(model.info().vocab_size),
+      draft_gate_(options.speculative_gate),
       max_model_len_(kv_.max_tokens_per_sequence()) {
   if (model.info().max_position_embeddings > 0) max_model_len_ = std::min(max_model_len_, model.info().max_position_embeddings);
   if (options.max_model_len > 0) max_model_len_ = std::min(max_model_len_, options.max_model_len);
@@ -110,6 +111,10 @@ void EngineCore::step() {
   add_drafts(out);
   DI_CHECK(!out.chunks.empty());
   const std::span<const float> logits = runner_.execute(out);
+  if (group_ && !group_->health().ok()) {
+    finish_all(FinishReason::kError);
+    return;
+  }
   const size_t vocab = size_t(model_.info().vocab_size);
 
   // Verify drafts before update() files the step's blocks: position by position, sample as
@@ -141,6 +146,7 @@ void EngineCore::step() {
     n_accepted_draft_tokens_ += uint64_t(n_accepted);
     for (int j = 0; j < k; ++j) ++n_drafts_at_[size_t(j)];
     for (int j = 0; j < n_accepted; ++j) ++n_accepted_at_[size_t(j)];
+    draft_gate_.record(seq.id(), k, n_accepted);
     kv_.truncate(seq, n_base + n_accepted);
     c.n_new = 1 + n_accepted;  // positions [n_base - 1, n_base + n_accepted) hold accepted tokens' KV
     c.n_logit_rows = 1;
@@ -190,6 +196,8 @@ void EngineCore::step() {
   }
 }
 
+void EngineCore::step_idle() { runner_.execute(SchedulerOutput{}); }
+
 void EngineCore::add_drafts(SchedulerOutput& out) {
   if (!drafter_) return;
   auto decodes_one = [](const ScheduledChunk& c) {
@@ -207,7 +215,7 @@ void EngineCore::add_drafts(SchedulerOutput& out) {
     const RequestState& r = requests_.at(seq.request_id());
     const int k = std::min({options_.num_speculative_tokens, r.max_tokens - seq.n_output() - 1,
                             max_model_len_ - seq.n_tokens()});
-    if (k <= 0) continue;
+    if (k <= 0 || !draft_gate_.should_draft(seq.id())) continue;
     chunks.push_back(&c);
     targets.push_back({&seq, k});
   }
@@ -272,6 +280,7 @@ void EngineCore::finish_sample(RequestState& r, Sequence& seq, FinishReason reas
                                RequestTiming::Clock::time_point now) {
   r.live.erase(std::find(r.live.begin(), r.live.end(), &seq));
   grammars_.remove(seq.id());
+  draft_gate_.remove(seq.id());
   scheduler_.finish(seq, reason);
   if (r.live.empty()) r.timing.finished = now;
 }
@@ -327,6 +336,7 @@ EngineStats EngineCore::stats() const {
   s.n_accepted_draft_tokens = n_accepted_draft_tokens_;
   s.n_drafts_at = n_drafts_at_;
   s.n_accepted_at = n_accepted_at_;
+  s.n_draft_paused_steps = draft_gate_.n_paused_steps();
   return s;
 }
 

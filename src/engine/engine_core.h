@@ -19,7 +19,9 @@
 // tokens for one step. Rejected drafts are dropped before the step's blocks are filed in the
 // prefix cache, so no filed block holds them; their KV slots are simply overwritten later. Drafts
 // are added after scheduling, to chunks that decode one token, only where the pool has the blocks
-// and the step the budget, so they never preempt or delay anything.
+// and the step the budget, so they never preempt or delay anything. Below the batch cap
+// (speculative_max_batch), a DraftGate (draft_gate.h) stops drafting for a sequence whose recent
+// drafts were mostly rejected, and probes again after a while.
 // Under a grammar constraint (SequenceGrammars) drafts are verified the same way: each position
 // is sampled under the mask of the grammar state its accepted tokens lead to, and only sampled
 // tokens enter the matcher, so a rejected draft never does and needs no rollback.
@@ -41,6 +43,7 @@
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
 #include "engine/sequence_grammars.h"
+#include "engine/step_group.h"
 #include "model/causal_lm.h"
 
 namespace deepinfer {
@@ -63,6 +66,7 @@ struct EngineStats {
   // Per draft position i (the i+1-th draft of a step): drafts verified there, and accepted
   // (a draft is accepted only if every one before it was, so the counts fall with i).
   std::array<uint64_t, kMaxSpeculativeTokens> n_drafts_at{}, n_accepted_at{};
+  uint64_t n_draft_paused_steps = 0;  // decode steps a sequence held its drafts back (DraftGate)
 };
 
 class EngineCore {
@@ -88,6 +92,11 @@ class EngineCore {
   bool has_work() const { return scheduler_.has_work(); }
   // One step. Precondition: has_work().
   void step();
+  // Expert parallelism (step_group.h): a step whose forward ran while the group failed (its
+  // logits mean nothing) finishes every request with kError instead of sampling.
+  void set_step_group(const StepGroup* group) { group_ = group; }
+  // An empty forward (0 rows): a rank without work takes part in the group's exchanges.
+  void step_idle();
   EngineStats stats() const;
 
  private:
@@ -127,8 +136,10 @@ class EngineCore {
   Sampler sampler_;
   SequenceGrammars grammars_;  // matchers of the constrained sequences
   std::unique_ptr<Drafter> drafter_;  // null without speculation
+  DraftGate draft_gate_;
   int max_model_len_;
   std::map<uint64_t, RequestState> requests_;
+  const StepGroup* group_ = nullptr;
   int64_t next_seq_id_ = 0;
   uint64_t n_steps_ = 0, n_computed_tokens_ = 0, n_generated_tokens_ = 0;
   uint64_t n_draft_tokens_ = 0, n_accepted_draft_tokens_ = 0;

@@ -36,6 +36,7 @@ Status EngineOptions::validate() const {
   if (max_model_len < 0) return Status::Error("max-model-len must be >= 0 (0: the model's limit)");
   if (num_speculative_tokens < 1 || num_speculative_tokens > kMaxSpeculativeTokens)
     return Status::Error("num-speculative-tokens must be in [1, " + std::to_string(kMaxSpeculativeTokens) + "]");
+  DI_RETURN_IF_ERROR(speculative_gate.validate());
   return Status::Ok();
 }
 

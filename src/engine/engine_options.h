@@ -9,6 +9,7 @@
 
 #include "core/dtype.h"
 #include "core/status.h"
+#include "engine/draft_gate.h"
 
 namespace deepinfer {
 
@@ -34,6 +35,8 @@ struct EngineOptions {
   // Drafts only while at most this many sequences decode: beyond, a step is no longer bound by
   // reading the weights and verifying drafts would cost more than it saves.
   int speculative_max_batch = 8;
+  // Below it, per sequence: drafting stops where recent drafts are mostly rejected (draft_gate.h).
+  DraftGateOptions speculative_gate;
 
   Status validate() const;
   // The KV cache budget in bytes: kv_cache_memory_bytes, or the fraction of available memory.

@@ -437,6 +437,64 @@ TEST(EngineCore, AlwaysRightDraftsGiveKPlusOneTokensPerStep) {
   }
 }
 
+// A drafter that is never right (the fake model's drafts_wrong: the MTP path) stops drafting for
+// each sequence after the gate's window, then only probes once every probe_interval + 1 decode
+// steps: that bounds the steps that pay verification. Outputs stay those of plain decoding; with
+// the gate off (min_acceptance 0) every decode step drafts.
+TEST(EngineCore, AlwaysWrongDraftsStopAfterTheWindow) {
+  FakeCausalLM model;
+  model.drafting = true;
+  model.drafts_wrong = true;
+  const int n_out = 150, n_seqs = 4;
+  std::vector<Request> requests;
+  for (int i = 0; i < n_seqs; ++i) requests.push_back(greedy(range(10 + i, 3 * i), n_out));
+  const auto plain = run_to_completion(*make_core(model, small_options()), requests);
+  EngineOptions o = small_options();
+  o.speculative = SpeculativeMethod::kMtp;
+  o.num_speculative_tokens = 3;
+  o.speculative_gate = {6, 0.4, 32};
+  auto core = make_core(model, o);
+  expect_same_outputs(plain, run_to_completion(*core, requests), "always-wrong drafts, gated");
+  EngineStats st = core->stats();
+  EXPECT_EQ(st.n_accepted_draft_tokens, 0u);
+  // Per sequence, n_out - 2 decode steps could draft (the last one has no room left): the window
+  // drafts, then one probe per probe_interval + 1 steps. A drafted step has a first draft.
+  const int n_could = n_out - 2, per_seq = 6 + (n_could - 6) / (32 + 1);
+  EXPECT_EQ(st.n_drafts_at[0], uint64_t(n_seqs * per_seq));
+  EXPECT_EQ(st.n_draft_paused_steps + st.n_drafts_at[0], uint64_t(n_seqs * n_could));
+
+  o.speculative_gate.min_acceptance = 0;
+  core = make_core(model, o);
+  expect_same_outputs(plain, run_to_completion(*core, requests), "always-wrong drafts, ungated");
+  st = core->stats();
+  EXPECT_EQ(st.n_drafts_at[0], uint64_t(n_seqs * n_could));
+  EXPECT_EQ(st.n_draft_paused_steps, 0u);
+  model.drafting = false;
+}
+
+// The gate switching drafts on and off (a demanding threshold, short pauses) changes only which
+// positions are drafted: n-gram drafts on the varied workload, sampled and greedy, batched, in
+// steps of 64 and 24 tokens, give bitwise the outputs of plain decoding.
+TEST(EngineCore, GatedDraftingGivesExactlyThePlainOutputs) {
+  FakeCausalLM model(6);
+  const auto requests = varied_requests(24, 23, 6);
+  const auto alone = run_alone(model, small_options(), requests);
+  for (int chunk : {64, 24}) {
+    EngineOptions o = small_options();
+    o.speculative = SpeculativeMethod::kNgram;
+    o.num_speculative_tokens = 3;
+    o.speculative_max_batch = 64;
+    o.speculative_gate = {2, 0.9, 3};
+    o.max_num_batched_tokens = chunk;
+    auto core = make_core(model, o);
+    const std::string what = "gated ngram, chunk " + std::to_string(chunk);
+    expect_same_outputs(alone, run_to_completion(*core, requests), what.c_str());
+    const EngineStats st = core->stats();
+    EXPECT_GT(st.n_accepted_draft_tokens, 0u) << what;
+    EXPECT_GT(st.n_draft_paused_steps, 0u) << what;
+  }
+}
+
 // Above speculative_max_batch decoding sequences no step drafts (verification would cost more
 // than it saves once a step is no longer bound by reading the weights).
 TEST(EngineCore, NoDraftsAboveTheSpeculativeBatchLimit) {

@@ -136,7 +136,8 @@ void FakeCausalLM::draft(std::span<const DraftQuery> queries, const KvCacheView&
       reference_logits(tokens, logits);
       const int32_t last = tokens.back();
       if (cycle > 0) logits[size_t(2 + (last - 2 + 1 + cycle) % cycle)] += 100.0f;
-      tokens.push_back(int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin()));
+      const int32_t best = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      tokens.push_back(drafts_wrong ? (best + 1) % info_.vocab_size : best);
       *drafts++ = tokens.back();
     }
   }

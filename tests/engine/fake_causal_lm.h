@@ -10,7 +10,8 @@
 // same records, and reads it only where a window may: positions >= the step's first new token
 // minus the lookback; the tokens read there enter the logits too. With `drafting` it drafts
 // (CausalLM::draft) its own greedy continuation, from the tokens its records kind holds at the
-// query's positions [0, n_ctx) and the query's token: drafts that greedy verification accepts.
+// query's positions [0, n_ctx) and the query's token: drafts that greedy verification accepts
+// (with drafts_wrong, each draft is the id after the greedy one instead: always rejected greedily).
 #pragma once
 
 #include <chrono>
@@ -42,6 +43,7 @@ class FakeCausalLM final : public CausalLM {
   // like the rest), so greedy output cycles through [2, 2 + cycle): text that repeats itself.
   int cycle = 0;
   bool drafting = false;
+  bool drafts_wrong = false;  // drafts are the greedy continuation's tokens plus one (never accepted greedily)
   int64_t n_draft_queries = 0;
   int64_t n_forward_calls = 0;
   int64_t n_rows = 0;
