@@ -30,6 +30,14 @@ void EngineFlags::add_to(CLI::App& cmd) {
                  "from the model's MTP block; DeepSeek-V4), verified in one step; outputs are exactly those of plain "
                  "decoding. Drafts only while at most 8 sequences decode")
       ->capture_default_str();
+  cmd.add_option("--expert-parallel", expert_parallel,
+                 "Ranks the routed experts are spread over: run under mpirun -np N with the same N; each rank "
+                 "loads only its slice of the experts and runs its own requests (data-parallel attention)")
+      ->capture_default_str();
+  cmd.add_option("--ep-timeout", ep_timeout_seconds,
+                 "Seconds a rank waits for the others in one collective before it declares the group failed "
+                 "(its requests then fail and /health answers 503)")
+      ->capture_default_str();
   cmd.add_option("--num-speculative-tokens", o.num_speculative_tokens, "Draft tokens per sequence and step (with --speculative)")
       ->capture_default_str();
 }

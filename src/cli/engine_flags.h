@@ -17,6 +17,8 @@ struct EngineFlags {
   std::string activation_dtype = "f32";
   bool no_prefix_caching = false;
   std::string speculative = "none";
+  int expert_parallel = 1;            // ranks of the expert-parallel group (mpirun -np N); dist/ep/
+  double ep_timeout_seconds = 60;     // deadline of each of the group's collectives
 
   void add_to(CLI::App& cmd);
   // Applies the string-valued flags; an error names the flag.

@@ -1,9 +1,15 @@
 // `deepinfer generate`: runs prompts (token ids or text) through the engine, all batched
 // together, and prints each one's generated ids with every token's log-probability under the
 // full-vocabulary softmax (and, with a tokenizer, the text).
+//
+// Under `mpirun -np N ... --expert-parallel N` prompt i runs on rank i mod N (each rank its own
+// engine, the experts spread over all), and rank 0 gathers and prints every prompt's result in
+// order: exactly what one process prints.
 #include <cstdio>
 #include <fstream>
+#include <algorithm>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -12,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
 #include "cli/token_id_list.h"
+#include "dist/ep/ep_runtime.h"
 #include "engine/engine.h"
 #include "model/loader.h"
 #include "tokenizer/tokenizer.h"
@@ -53,6 +60,10 @@ Result<std::vector<nlohmann::json>> read_prompts_file(const std::string& path) {
 
 int run_generate(GenerateFlags& f) {
   if (Status s = f.engine.resolve(); !s.ok()) return fail(s.message());
+  auto ep = EpRuntime::start(f.engine.expert_parallel, f.engine.ep_timeout_seconds);
+  if (!ep.ok()) return fail(ep.status().message());
+  const int rank = *ep ? (*ep)->rank() : 0, n_ranks = *ep ? (*ep)->size() : 1;
+  if (*ep) f.engine.model.expert_group = &(*ep)->group();
   const int given = int(!f.prompt_ids.empty()) + int(!f.prompt.empty()) + int(!f.prompts_file.empty());
   if (given != 1) return fail("give exactly one of --prompt-ids, --prompt, --prompts-file");
 
@@ -79,12 +90,13 @@ int run_generate(GenerateFlags& f) {
   auto model = load_causal_lm(f.model_dir, f.engine.model);
   if (!model.ok()) return fail(model.status().message());
   std::fprintf(stderr, "%s\n", describe_causal_lm(**model, f.engine.options.block_size).c_str());
-  auto engine = Engine::create(std::move(model).value(), f.engine.options);
+  auto engine = Engine::create(std::move(model).value(), f.engine.options, *ep ? &(*ep)->group() : nullptr);
   if (!engine.ok()) return fail(engine.status().message());
 
   f.sampling.logprobs = true;
   std::vector<RequestHandle> handles;
   std::vector<std::vector<int32_t>> prompts;
+  std::vector<size_t> indices;  // of the prompts that run here
   for (size_t i = 0; i < inputs.size(); ++i) {
     std::vector<int32_t> ids;
     if (inputs[i].contains("prompt")) {
@@ -100,13 +112,19 @@ int run_generate(GenerateFlags& f) {
         ids.push_back(x.get<int32_t>());
       }
     }
+    if (int(i % size_t(n_ranks)) != rank) continue;
     auto h = (*engine)->submit(Request{ids, f.sampling, 0});
     if (!h.ok()) return fail("prompt " + std::to_string(i + 1) + ": " + h.status().message());
     handles.push_back(std::move(h).value());
     prompts.push_back(std::move(ids));
+    indices.push_back(i);
   }
 
+  nlohmann::json printed = nlohmann::json::array();  // [prompt index, what it prints] per prompt run here
+  bool failed = false;
   for (size_t i = 0; i < handles.size(); ++i) {
+    std::ostringstream cout;  // shadows std::cout: rank 0 prints every rank's in prompt order
+    const size_t index = indices[i];
     CompletedRequest done = handles[i].wait();
     const CompletedSample& s = done.samples.at(0);
     std::vector<double> logprobs;
@@ -117,18 +135,32 @@ int run_generate(GenerateFlags& f) {
       auto t = tokenizer->decode(s.token_ids, /*skip_special_tokens=*/true);
       if (t.ok()) text = t.value();
     }
+    failed |= s.finish_reason == FinishReason::kError;
     if (f.json) {
       nlohmann::json j = {{"prompt_ids", prompts[i]}, {"output_ids", s.token_ids}, {"logprobs", logprobs},
                           {"finish_reason", finish}};
       if (tokenizer) j["text"] = text;
-      std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+      cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
-      std::cout << "prompt " << i + 1 << " (" << prompts[i].size() << " tokens, " << finish << "):";
-      for (int32_t id : s.token_ids) std::cout << ' ' << id;
-      if (tokenizer) std::cout << "\n  " << text;
-      std::cout << "\n";
+      cout << "prompt " << index + 1 << " (" << prompts[i].size() << " tokens, " << finish << "):";
+      for (int32_t id : s.token_ids) cout << ' ' << id;
+      if (tokenizer) cout << "\n  " << text;
+      cout << "\n";
     }
+    printed.push_back({index, cout.str()});
   }
+  if (Status s = (*engine)->health(); !s.ok()) return fail(s.message());
+  engine->reset();  // an expert-parallel engine returns once every rank's has finished
+  if (*ep) {
+    auto all = (*ep)->group().gather_to_root(printed.dump());
+    if (!all.ok()) return fail(all.status().message());
+    printed = nlohmann::json::array();
+    for (const std::string& part : all.value())
+      for (auto& entry : nlohmann::json::parse(part)) printed.push_back(std::move(entry));
+    std::sort(printed.begin(), printed.end());
+  }
+  for (const auto& entry : printed) std::cout << entry[1].get<std::string>();
+  if (failed) return fail("the engine stopped before every prompt finished");
   if (f.engine.options.speculative != SpeculativeMethod::kNone) {
     const EngineStats s = (*engine)->stats();
     std::fprintf(stderr, "speculative: %llu draft tokens, %llu accepted, %llu steps for %llu tokens\n",

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "engine/engine_core.h"
+#include "engine/step_group.h"
 
 namespace deepinfer {
 
@@ -44,8 +45,13 @@ class RequestHandle {
 
 class Engine {
  public:
-  // Allocates the KV cache (reporting its size on stderr) and starts the engine thread.
-  static Result<std::unique_ptr<Engine>> create(std::unique_ptr<CausalLM> model, const EngineOptions& options);
+  // Allocates the KV cache (reporting its size on stderr) and starts the engine thread. With a
+  // StepGroup (expert parallelism; it outlives the engine), the thread steps in lockstep with the
+  // group's other ranks (step_group.h), an idle rank polling the group every millisecond or two,
+  // and destroying the engine waits until every rank stops; once the group fails, every request
+  // here finishes with kError.
+  static Result<std::unique_ptr<Engine>> create(std::unique_ptr<CausalLM> model, const EngineOptions& options,
+                                                StepGroup* group = nullptr);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -54,11 +60,20 @@ class Engine {
   // `on_output`, if given, is called on the engine thread after every update pushed to the
   // request's stream (e.g. to wake an event loop); it must be cheap and must not block.
   Result<RequestHandle> submit(Request request, std::function<void()> on_output = {});
+  // As submit(), handing the request blocks pinned for it (EngineCore::add); if it is invalid the
+  // pins are dropped on the engine thread.
+  Result<RequestHandle> submit_pinned(Request request, std::vector<PinnedBlock> pinned, std::function<void()> on_output = {});
   void abort(uint64_t request_id);
+  // Runs `task` on the engine thread before its next step (also when idle); for work on the
+  // core's state (prefix_transfer.h). The task must be quick and must not block.
+  void post(std::function<void(EngineCore&)> task);
   // As of the end of the last step.
   EngineStats stats() const;
+  // Ok, or why the expert-parallel group failed (then requests fail; see create()).
+  Status health() const { return group_ ? group_->health() : Status::Ok(); }
 
   const KvCacheInfo& kv_cache_info() const { return core_->kv_cache_info(); }
+  const KvCacheView& kv_cache_view() const { return core_->kv_cache_view(); }
   const CausalLMInfo& model_info() const { return core_->model_info(); }
   int max_model_len() const { return core_->max_model_len(); }
 
@@ -68,18 +83,22 @@ class Engine {
     Request request;
     std::shared_ptr<OutputStream> stream;
     RequestTiming::Clock::time_point arrival;
+    std::vector<PinnedBlock> pinned;
   };
 
-  Engine(std::unique_ptr<CausalLM> model, std::unique_ptr<EngineCore> core);
+  Engine(std::unique_ptr<CausalLM> model, std::unique_ptr<EngineCore> core, StepGroup* group);
   void loop();
+  void loop_in_group();
 
   std::unique_ptr<CausalLM> model_;
   std::unique_ptr<EngineCore> core_;
+  StepGroup* group_;  // null: a process of its own
 
   mutable std::mutex mu_;  // guards everything below
   std::condition_variable wake_;
   std::vector<Submitted> inbox_;
   std::vector<uint64_t> aborts_;
+  std::vector<std::function<void(EngineCore&)>> tasks_;
   EngineStats stats_;
   uint64_t next_id_ = 0;
   bool stopping_ = false;

@@ -20,6 +20,8 @@
 
 namespace deepinfer {
 
+class ExpertGroup;  // model/expert_group.h
+
 struct CausalLMInfo {
   std::string architecture;          // e.g. "DeepseekV3ForCausalLM"
   int vocab_size = 0;
@@ -45,6 +47,11 @@ struct ModelOptions {
   // forward needs. DeepSeek-V4: an error at load where the checkpoint has no MTP block; models
   // without such a predictor ignore it (can_draft() stays false).
   bool mtp_drafting = false;
+  // Expert parallelism (model/expert_group.h): this process is one rank of the group, binds only
+  // the routed experts its slice holds, and runs every MoE layer's routed experts across the
+  // group (each forward, an empty one included, makes the same exchanges on every rank). Null:
+  // one process holds every expert. Outlives the model. DeepSeek-V2/V3 only (others refuse it).
+  ExpertGroup* expert_group = nullptr;
 };
 
 // One sequence's draft query (CausalLM::draft): its positions [0, n_ctx) are in the cache (block

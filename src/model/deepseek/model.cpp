@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 
 #include "core/check.h"
 #include "model/deepseek/router.h"
@@ -43,12 +44,20 @@ Result<std::unique_ptr<DeepseekModel>> DeepseekModel::Load(const std::string& mo
                                                            Backend& backend) {
   DI_ASSIGN_OR_RETURN(ModelConfig config, ModelConfig::Load(model_dir));
   DI_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(model_dir));
-  DI_ASSIGN_OR_RETURN(auto weights, DeepseekWeights::Bind(ckpt, config, model_dir));
+  std::optional<ExpertPlacement> placement;
+  if (ExpertGroup* group = options.expert_group) {
+    if (config.n_routed_experts == 0) return Status::Error("expert parallelism needs a model with routed experts");
+    DI_ASSIGN_OR_RETURN(ExpertPlacement p, ExpertPlacement::contiguous(config.n_routed_experts, group->size(), group->rank()));
+    placement = std::move(p);
+  }
+  DI_ASSIGN_OR_RETURN(auto weights, DeepseekWeights::Bind(ckpt, config, model_dir, placement ? &*placement : nullptr));
   if (options.activation_dtype != DType::F32 && options.activation_dtype != DType::BF16)
     return Status::Error("activation dtype must be f32 or bf16");
   if (options.activation_dtype == DType::BF16) weights->use_bf16_activations();
-  return std::unique_ptr<DeepseekModel>(
+  std::unique_ptr<DeepseekModel> model(
       new DeepseekModel(std::move(config), std::move(ckpt), std::move(weights), options, backend));
+  if (placement) model->ep_ = std::make_unique<ExpertParallelMoe>(*options.expert_group, std::move(*placement), backend);
+  return model;
 }
 
 DeepseekModel::DeepseekModel(ModelConfig c, Checkpoint ckpt, std::unique_ptr<DeepseekWeights> w,
@@ -95,7 +104,12 @@ void DeepseekModel::forward(const ForwardBatch& b, const KvCacheView& kv, float*
     DI_CHECK(b.token_ids[size_t(r)] >= 0 && b.token_ids[size_t(r)] < c.vocab_size);
     DI_CHECK(b.positions[size_t(r)] >= 0 && b.positions[size_t(r)] < c.max_position_embeddings);
   }
-  if (n == 0) return;
+  if (n == 0) {  // an idle rank of an expert-parallel group still takes part in every MoE exchange
+    if (ep_)
+      for (const LayerWeights& L : weights_->layers)
+        if (L.is_moe) moe(L.moe, nullptr, 0, nullptr);
+    return;
+  }
 
   float* x = sized(s_.x, size_t(n * d));
   float* h = sized(s_.h, size_t(n * d));
@@ -184,6 +198,10 @@ void DeepseekModel::moe(const MoeWeights& w, const float* h, int64_t n, float* o
   s_.experts.resize(w.experts.size());  // this layer's expert weights
   for (size_t e = 0; e < w.experts.size(); ++e) s_.experts[e] = {&w.experts[e].gate, &w.experts[e].up, &w.experts[e].down};
   const MlpWeightRefs shared{&w.shared.gate, &w.shared.up, &w.shared.down};
+  if (ep_) {
+    ep_->run(h, d, n, d, int(k), ids, weights, s_.experts, w.has_shared ? &shared : nullptr, out, d);
+    return;
+  }
   backend_.moe({h, d, n, s_.experts.data(), int(E), int(k), ids, weights, w.has_shared ? &shared : nullptr, out, d});
 }
 

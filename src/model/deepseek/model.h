@@ -11,6 +11,7 @@
 #include "model/causal_lm.h"
 #include "model/config.h"
 #include "model/deepseek/weights.h"
+#include "model/expert_parallel_moe.h"
 #include "model/deepseek/yarn_rope.h"
 #include "model/safetensors.h"
 
@@ -47,6 +48,7 @@ class DeepseekModel final : public CausalLM {
   Backend& backend_;
   YarnRope rope_;
   CausalLMInfo info_;
+  std::unique_ptr<ExpertParallelMoe> ep_;  // with ModelOptions::expert_group: routed experts across ranks
 
   struct Scratch {  // reused across steps; sized on demand
     std::vector<float> x, h, q_a, q, kv_a, latent, q_latent, o_latent, o, tmp, act, router_logits,

@@ -122,7 +122,8 @@ class WeightBinder {
 };
 
 Result<std::unique_ptr<DeepseekWeights>> DeepseekWeights::Bind(const Checkpoint& ckpt, const ModelConfig& c,
-                                                               const std::string& model_dir) {
+                                                               const std::string& model_dir,
+                                                               const ExpertPlacement* placement) {
   auto w = std::make_unique<DeepseekWeights>();
   WeightBinder b(ckpt, c, model_dir, *w);
   const int64_t d = c.hidden_size, H = c.num_attention_heads;
@@ -155,7 +156,9 @@ Result<std::unique_ptr<DeepseekWeights>> DeepseekWeights::Bind(const Checkpoint&
     if (c.topk_method == TopkMethod::kNoauxTc)
       m.router_bias = b.vec(p + "mlp.gate.e_score_correction_bias", c.n_routed_experts);
     for (int e = 0; e < c.n_routed_experts && b.status().ok(); ++e)
-      m.experts.push_back(b.mlp(p + "mlp.experts." + std::to_string(e) + ".", d, c.moe_intermediate_size));
+      m.experts.push_back(placement && !placement->holds(e)
+                              ? MlpWeights{}
+                              : b.mlp(p + "mlp.experts." + std::to_string(e) + ".", d, c.moe_intermediate_size));
     m.has_shared = c.n_shared_experts > 0;
     if (m.has_shared) m.shared = b.mlp(p + "mlp.shared_experts.", d, int64_t(c.n_shared_experts) * c.moe_intermediate_size);
   }

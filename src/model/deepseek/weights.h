@@ -10,6 +10,7 @@
 
 #include "kernels/ops.h"
 #include "model/config.h"
+#include "model/expert_group.h"
 #include "model/safetensors.h"
 
 namespace deepinfer {
@@ -34,7 +35,8 @@ struct MlaWeights {
 struct MoeWeights {
   LinearWeight router;             // [n_routed_experts, hidden]  (mlp.gate.weight)
   std::vector<float> router_bias;  // [n_routed_experts] e_score_correction_bias, or empty
-  std::vector<MlpWeights> experts; // [n_routed_experts], each moe_intermediate_size wide
+  std::vector<MlpWeights> experts; // [n_routed_experts], each moe_intermediate_size wide; with an
+                                   // ExpertPlacement only the held ones are bound (others: null data)
   bool has_shared = false;
   MlpWeights shared;               // n_shared_experts * moe_intermediate_size wide
 };
@@ -56,9 +58,11 @@ struct DeepseekWeights {
   size_t n_params = 0;        // parameters bound (MTP layers excluded)
   size_t n_bytes = 0;         // their bytes in stored precision
 
-  // Checks and binds every tensor; errors name the file and tensor.
+  // Checks and binds every tensor; errors name the file and tensor. With a placement, of the
+  // routed experts only those it gives this rank: the others' tensors are never read or touched.
   static Result<std::unique_ptr<DeepseekWeights>> Bind(const Checkpoint& ckpt, const ModelConfig& c,
-                                                       const std::string& model_dir);
+                                                       const std::string& model_dir,
+                                                       const ExpertPlacement* placement = nullptr);
 
   // Sets act_dtype BF16 on every bf16 linear weight that the model multiplies through linear,
   // swiglu or moe (ModelOptions::activation_dtype): all but the embedding, the routers and

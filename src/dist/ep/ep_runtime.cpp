@@ -1,0 +1,56 @@
+#include "dist/ep/ep_runtime.h"
+
+#include <mpi.h>
+
+#include <cstdlib>
+#include <string>
+
+namespace deepinfer {
+namespace {
+
+// The number of processes mpirun started (its environment), or 0 when it did not start this one.
+int launcher_world_size() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE"})
+    if (const char* v = std::getenv(name)) return std::atoi(v);
+  return 0;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<EpRuntime>> EpRuntime::start(int expert_parallel, double timeout_seconds) {
+  const std::string flag = "--expert-parallel " + std::to_string(expert_parallel);
+  if (expert_parallel < 1) return Status::Error(flag + ": must be at least 1");
+  if (!(timeout_seconds > 0)) return Status::Error("--ep-timeout: must be positive");
+  const int world = launcher_world_size();
+  if (world <= 1 && expert_parallel == 1) return std::unique_ptr<EpRuntime>();
+  if (world == 0)
+    return Status::Error(flag + ": start " + std::to_string(expert_parallel) + " processes with mpirun -np " +
+                         std::to_string(expert_parallel) + " (this one was not started by mpirun)");
+  if (world != expert_parallel)
+    return Status::Error(flag + ": must equal the number of MPI processes, which is " + std::to_string(world));
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
+      return Status::Error(flag + ": MPI did not start");
+    if (provided < MPI_THREAD_SERIALIZED) {
+      MPI_Finalize();
+      return Status::Error(flag + ": this MPI cannot be called from more than one thread (MPI_THREAD_SERIALIZED)");
+    }
+  }
+  std::unique_ptr<EpRuntime> rt(new EpRuntime());
+  rt->group_ = std::make_unique<MpiGroup>(timeout_seconds);
+  if (rt->group_->size() != expert_parallel)
+    return Status::Error(flag + ": must equal the number of MPI processes, which is " +
+                         std::to_string(rt->group_->size()));
+  return rt;
+}
+
+EpRuntime::~EpRuntime() {
+  const bool healthy = group_->health().ok();
+  group_.reset();
+  if (healthy) MPI_Finalize();
+}
+
+}  // namespace deepinfer

@@ -1,0 +1,91 @@
+#include "model/expert_dispatch.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "core/check.h"
+
+namespace deepinfer {
+
+DispatchPlan DispatchPlan::make(std::span<const int32_t> ids, const ExpertPlacement& placement) {
+  DispatchPlan p;
+  p.n_send.assign(size_t(placement.n_ranks), 0);
+  for (const int32_t e : ids) {
+    DI_CHECK(e >= 0 && e < placement.n_experts());
+    ++p.n_send[size_t(placement.owner[size_t(e)])];
+  }
+  std::vector<int64_t> next(size_t(placement.n_ranks), 0);
+  for (int r = 1; r < placement.n_ranks; ++r) next[size_t(r)] = next[size_t(r) - 1] + p.n_send[size_t(r) - 1];
+  p.send_order.resize(ids.size());
+  p.slot.resize(ids.size());
+  for (size_t a = 0; a < ids.size(); ++a) {
+    const int64_t at = next[size_t(placement.owner[size_t(ids[a])])]++;
+    p.send_order[size_t(at)] = int32_t(a);
+    p.slot[a] = at;
+  }
+  return p;
+}
+
+void pack_dispatch(const DispatchPlan& plan, const float* x, int64_t ldx, int64_t hidden, std::span<const int32_t> ids,
+                   int top_k, std::span<uint8_t> out) {
+  const int64_t rec = dispatch_record_bytes(hidden);
+  DI_CHECK(top_k > 0 && ids.size() == plan.send_order.size() && ids.size() % size_t(top_k) == 0);
+  DI_CHECK(int64_t(out.size()) >= int64_t(ids.size()) * rec);
+  for (size_t i = 0; i < plan.send_order.size(); ++i) {
+    uint8_t* p = out.data() + int64_t(i) * rec;
+    const int32_t a = plan.send_order[i];
+    const int32_t header[2] = {ids[size_t(a)], 0};
+    std::memcpy(p, header, 8);
+    std::memcpy(p + 8, x + int64_t(a / top_k) * ldx, size_t(hidden) * 4);
+  }
+}
+
+Result<ReceivedRecords> parse_dispatch(std::span<const uint8_t> bytes, int64_t hidden,
+                                       std::span<const int32_t> local_index) {
+  const int64_t rec = dispatch_record_bytes(hidden);
+  if (int64_t(bytes.size()) % rec != 0)
+    return Status::Error("expert dispatch: " + std::to_string(bytes.size()) + " bytes are not whole records of " +
+                         std::to_string(rec) + " bytes");
+  ReceivedRecords r;
+  r.n = int64_t(bytes.size()) / rec;
+  r.ldx = rec / 4;
+  r.x = r.n > 0 ? reinterpret_cast<const float*>(bytes.data() + 8) : nullptr;
+  r.local_ids.resize(size_t(r.n));
+  for (int64_t i = 0; i < r.n; ++i) {
+    int32_t header[2];
+    std::memcpy(header, bytes.data() + i * rec, 8);
+    const int32_t e = header[0];
+    if (e < 0 || e >= int32_t(local_index.size()) || local_index[size_t(e)] < 0 || header[1] != 0)
+      return Status::Error("expert dispatch: record " + std::to_string(i) + " names expert " + std::to_string(e) +
+                           ", which this rank does not hold");
+    r.local_ids[size_t(i)] = local_index[size_t(e)];
+  }
+  return r;
+}
+
+void combine_expert_outputs(const DispatchPlan& plan, std::span<const int32_t> ids, std::span<const float> weights,
+                            int top_k, const float* outputs, const float* shared, int64_t hidden, float* y,
+                            int64_t ldy) {
+  DI_CHECK(top_k > 0 && top_k <= 64 && ids.size() == weights.size() && ids.size() % size_t(top_k) == 0);
+  const int64_t m = int64_t(ids.size()) / top_k, k = top_k;
+  for (int64_t r = 0; r < m; ++r) {
+    int64_t order[64];  // the row's assignments by increasing expert id, as the kernel sums them
+    for (int64_t j = 0; j < k; ++j) order[j] = j;
+    std::sort(order, order + k, [&](int64_t a, int64_t b) { return ids[size_t(r * k + a)] < ids[size_t(r * k + b)]; });
+    float* out = y + r * ldy;
+    std::fill_n(out, hidden, 0.0f);
+    for (int64_t i = 0; i < k; ++i) {
+      const int64_t a = r * k + order[i];
+      const float wt = weights[size_t(a)];
+      const float* src = outputs + plan.slot[size_t(a)] * hidden;
+      for (int64_t c = 0; c < hidden; ++c) out[c] += src[c] * wt;
+    }
+    if (shared) {
+      const float* src = shared + r * hidden;
+      for (int64_t c = 0; c < hidden; ++c) out[c] += src[c];
+    }
+  }
+}
+
+}  // namespace deepinfer

@@ -1,0 +1,63 @@
+// The bookkeeping of one expert-parallel MoE layer, without communication: which (row, expert)
+// assignments go to which rank, how they travel, and how the home rank sums what comes back.
+//
+//   home: DispatchPlan::make(ids)  -> pack_dispatch() -> [exchange] ->
+//   owner: parse_dispatch()        -> experts run on the records' rows -> [exchange back] ->
+//   home: combine_expert_outputs() -> y
+//
+// Wire record of one assignment (dispatch): int32 expert id, int32 zero, then the token's
+// activation row as `hidden` f32 values (as the single-process kernel reads it, so results are
+// bitwise the same). Return: one f32 row of `hidden` values per received record, in the order
+// received (the expert's output before the routing weight).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/status.h"
+#include "model/expert_group.h"
+
+namespace deepinfer {
+
+inline int64_t dispatch_record_bytes(int64_t hidden) { return 8 + hidden * 4; }
+inline int64_t return_record_bytes(int64_t hidden) { return hidden * 4; }
+
+// The home rank's side: assignments a = r * top_k + j of rows r < m, grouped by owner rank.
+struct DispatchPlan {
+  std::vector<int64_t> n_send;      // [n_ranks]: assignments sent to each rank
+  std::vector<int32_t> send_order;  // [m * top_k]: assignment of each sent record, by rank, then a ascending
+  std::vector<int64_t> slot;        // [m * top_k]: position of assignment a in send_order
+
+  // ids: [m, top_k] expert ids, each < placement.n_experts() (checked).
+  static DispatchPlan make(std::span<const int32_t> ids, const ExpertPlacement& placement);
+};
+
+// Writes the plan's records, in send_order, to `out` ([m * top_k * dispatch_record_bytes]).
+// x: [m, ldx], the first `hidden` columns used; ids: [m, top_k].
+void pack_dispatch(const DispatchPlan& plan, const float* x, int64_t ldx, int64_t hidden, std::span<const int32_t> ids,
+                   int top_k, std::span<uint8_t> out);
+
+// The owner's side: the records received from all ranks, back to back.
+struct ReceivedRecords {
+  int64_t n = 0;
+  const float* x = nullptr;         // row i at x + i * ldx (inside the received bytes)
+  int64_t ldx = 0;                  // dispatch_record_bytes(hidden) / 4
+  std::vector<int32_t> local_ids;   // [n]: each record's expert as an index into local_experts()
+};
+
+// Checks every record (whole records only, each naming an expert this rank holds: an error
+// names the first that does not) and indexes them. `bytes` must stay alive while x is read.
+// `local_index`: [n_experts], an expert's index in placement.local_experts(), or -1.
+Result<ReceivedRecords> parse_dispatch(std::span<const uint8_t> bytes, int64_t hidden,
+                                       std::span<const int32_t> local_index);
+
+// y[r] = sum over the row's experts in increasing id of weight * output, then + shared[r]:
+// exactly the single-process MoE kernel's order and operations (kernels/cpu/moe.cpp).
+// outputs: [m * top_k, hidden] in send_order; weights: [m, top_k]; shared: [m, hidden] or null;
+// y: [m, ldy].
+void combine_expert_outputs(const DispatchPlan& plan, std::span<const int32_t> ids, std::span<const float> weights,
+                            int top_k, const float* outputs, const float* shared, int64_t hidden, float* y,
+                            int64_t ldy);
+
+}  // namespace deepinfer
