@@ -91,8 +91,9 @@ Status EngineCore::validate(const Request& request) const {
 }
 
 void EngineCore::add(uint64_t request_id, Request request, std::shared_ptr<OutputStream> stream,
-                     RequestTiming::Clock::time_point arrival) {
+                     RequestTiming::Clock::time_point arrival, std::vector<PinnedBlock> pinned) {
   RequestState r;
+  r.pinned = std::move(pinned);
   const SamplingParams& p = request.params;
   r.seed = p.seed.value_or(splitmix64(options_.seed ^ splitmix64(request_id)));
   r.max_tokens = p.max_tokens > 0 ? p.max_tokens : max_model_len_ - int(request.prompt_token_ids.size());
@@ -164,6 +165,8 @@ void EngineCore::step() {
     if (r.timing.first_scheduled == RequestTiming::Clock::time_point{}) {
       r.timing.first_scheduled = now;
       r.n_cached_tokens = seq.n_cached_prompt();
+      unpin(r.pinned);  // admitted: the sequence holds its own references now
+      r.pinned.clear();
     }
     if (!c.sample) continue;
     if (!verified[i].empty()) {
@@ -304,6 +307,7 @@ void EngineCore::finish_request(std::map<uint64_t, RequestState>::iterator it, F
   for (const Sequence* s : r.live) indices.push_back(s->sample_index());
   for (int i = 0; i < n_unforked; ++i) indices.push_back(r.request.params.n - n_unforked + i);
   while (!r.live.empty()) finish_sample(r, *r.live.back(), reason, now);
+  unpin(r.pinned);
   for (int index : indices) {
     RequestOutput out;
     out.request_id = it->first;
@@ -325,6 +329,7 @@ EngineStats EngineCore::stats() const {
     s.n_kv_blocks += kv_.pool(k).n_blocks();
     s.n_kv_blocks_free += kv_.pool(k).n_free();
   }
+  s.n_kv_blocks_pinned = n_pinned_blocks_;
   s.kv_usage = kv_.usage();
   s.n_prefix_query_tokens = kv_.prefix_stats().n_query_tokens;
   s.n_prefix_hit_tokens = kv_.prefix_stats().n_hit_tokens;
@@ -338,6 +343,89 @@ EngineStats EngineCore::stats() const {
   s.n_accepted_at = n_accepted_at_;
   s.n_draft_paused_steps = draft_gate_.n_paused_steps();
   return s;
+}
+
+namespace {
+
+// Chained hashes of the first n_blocks blocks of tokens.
+std::vector<BlockHash> prefix_hashes(std::span<const int32_t> tokens, int n_blocks, int block_size) {
+  DI_CHECK(size_t(n_blocks) * size_t(block_size) <= tokens.size());
+  std::vector<BlockHash> hashes;
+  for (size_t i = 0; i < size_t(n_blocks); ++i)
+    hashes.push_back(hash_block(i == 0 ? nullptr : &hashes[i - 1], tokens.subspan(i * size_t(block_size), size_t(block_size))));
+  return hashes;
+}
+
+}  // namespace
+
+std::vector<PinnedBlock> EngineCore::prefix_hit_slots(int n_blocks) const {
+  std::vector<PinnedBlock> slots;
+  for (const auto& [kind, index] : kv_.prefix_hit_slots(n_blocks)) slots.push_back({kind, index, -1});
+  return slots;
+}
+
+std::optional<PrefixReservation> EngineCore::reserve_prefix(std::span<const int32_t> tokens, int n_blocks) {
+  if (!kv_.prefix_caching()) return std::nullopt;
+  const std::vector<BlockHash> hashes = prefix_hashes(tokens, n_blocks, options_.block_size);
+  PrefixReservation r;
+  std::vector<int> n_fresh(size_t(kv_.n_kinds()), 0);
+  for (const PinnedBlock& slot : prefix_hit_slots(n_blocks)) {
+    if (auto b = kv_.pin_filed(slot.kind, hashes[size_t(slot.index)])) {
+      r.held.push_back({slot.kind, slot.index, *b});
+      ++n_pinned_blocks_;
+    } else {
+      r.receive.push_back(slot);
+      ++n_fresh[slot.kind];
+    }
+  }
+  std::vector<std::vector<int32_t>> fresh(size_t(kv_.n_kinds()));
+  for (uint32_t k = 0; k < fresh.size(); ++k) {
+    if (!kv_.allocate_unfiled(k, n_fresh[k], fresh[k])) {
+      for (uint32_t j = 0; j < k; ++j)
+        for (int32_t b : fresh[j]) kv_.unpin(j, b);
+      unpin(r.held);
+      return std::nullopt;
+    }
+  }
+  std::vector<size_t> next(fresh.size(), 0);
+  for (PinnedBlock& b : r.receive) b.block = fresh[b.kind][next[b.kind]++];
+  n_pinned_blocks_ += int(r.receive.size());
+  return r;
+}
+
+std::vector<PinnedBlock> EngineCore::import_prefix(std::span<const int32_t> tokens, const PrefixReservation& reservation) {
+  int n_blocks = 0;
+  for (const PinnedBlock& b : reservation.receive) n_blocks = std::max(n_blocks, b.index + 1);
+  const std::vector<BlockHash> hashes = prefix_hashes(tokens, n_blocks, options_.block_size);
+  std::vector<PinnedBlock> pinned = reservation.held;
+  for (const PinnedBlock& b : reservation.receive)
+    pinned.push_back({b.kind, b.index, kv_.file_held(b.kind, b.block, hashes[size_t(b.index)])});
+  return pinned;
+}
+
+std::optional<std::vector<PinnedBlock>> EngineCore::pin_prefix(std::span<const int32_t> tokens,
+                                                               std::span<const PinnedBlock> slots) {
+  int n_blocks = 0;
+  for (const PinnedBlock& s : slots) n_blocks = std::max(n_blocks, s.index + 1);
+  const std::vector<BlockHash> hashes = prefix_hashes(tokens, n_blocks, options_.block_size);
+  std::vector<PinnedBlock> pinned;
+  for (const PinnedBlock& s : slots) {
+    DI_CHECK(s.kind < uint32_t(kv_.n_kinds()) && s.index >= 0);
+    const auto b = kv_.pin_filed(s.kind, hashes[size_t(s.index)]);
+    if (!b) {
+      for (const PinnedBlock& p : pinned) kv_.unpin(p.kind, p.block);
+      return std::nullopt;
+    }
+    pinned.push_back({s.kind, s.index, *b});
+  }
+  n_pinned_blocks_ += int(pinned.size());
+  return pinned;
+}
+
+void EngineCore::unpin(std::span<const PinnedBlock> blocks) {
+  for (const PinnedBlock& b : blocks) kv_.unpin(b.kind, b.block);
+  n_pinned_blocks_ -= int(blocks.size());
+  DI_CHECK(n_pinned_blocks_ >= 0);
 }
 
 }  // namespace deepinfer

@@ -31,6 +31,8 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "engine/drafter.h"
@@ -39,6 +41,7 @@
 #include "engine/kv_cache_manager.h"
 #include "engine/model_runner.h"
 #include "engine/output_stream.h"
+#include "engine/prefix_transfer.h"
 #include "engine/request.h"
 #include "engine/sampler.h"
 #include "engine/scheduler.h"
@@ -54,6 +57,7 @@ struct EngineStats {
   int n_running = 0;
   int n_kv_blocks = 0;
   int n_kv_blocks_free = 0;           // includes cached blocks nobody holds
+  int n_kv_blocks_pinned = 0;         // held for transfers between workers (prefix_transfer.h)
   double kv_usage = 0.0;              // fraction of blocks held by sequences
   uint64_t n_prefix_query_tokens = 0; // tokens of admitted sequences
   uint64_t n_prefix_hit_tokens = 0;   // of those, served by the prefix cache
@@ -76,14 +80,18 @@ class EngineCore {
   static Result<std::unique_ptr<EngineCore>> create(CausalLM& model, const EngineOptions& options);
 
   const KvCacheInfo& kv_cache_info() const { return cache_->info(); }
+  // The cache's memory (for registering it with a transport; blocks change only on this thread).
+  const KvCacheView& kv_cache_view() const { return cache_->view(); }
   int max_model_len() const { return max_model_len_; }
   const CausalLMInfo& model_info() const { return model_.info(); }
 
   // Whether `request` can run here; the message names the offending field. Thread-safe.
   Status validate(const Request& request) const;
   // Takes a validated request; its updates go to `stream` (made for params.n samples).
+  // `pinned`: blocks (from import_prefix) this request's admission reuses; released once it is
+  // admitted or finished.
   void add(uint64_t request_id, Request request, std::shared_ptr<OutputStream> stream,
-           RequestTiming::Clock::time_point arrival);
+           RequestTiming::Clock::time_point arrival, std::vector<PinnedBlock> pinned = {});
   // Finishes every sample of the request with kAbort and frees its blocks; unknown ids are ignored.
   void abort(uint64_t request_id);
   // Finishes every unfinished request with `reason` (engine shutdown).
@@ -99,6 +107,23 @@ class EngineCore {
   void step_idle();
   EngineStats stats() const;
 
+  // Prefill/decode disaggregation (prefix_transfer.h). Engine thread only.
+  // Decode side: pins what a hit of the first n_blocks blocks of `tokens` needs and this cache
+  // holds, and reserves fresh blocks for the rest. nullopt (nothing held) without prefix caching
+  // or when a pool lacks free blocks.
+  std::optional<PrefixReservation> reserve_prefix(std::span<const int32_t> tokens, int n_blocks);
+  // Files the filled `receive` blocks under their hashes; returns every block now pinned (held
+  // and received), for add() or unpin().
+  std::vector<PinnedBlock> import_prefix(std::span<const int32_t> tokens, const PrefixReservation& reservation);
+  // Prefill side: pins the blocks filed for `slots` (kind and index; block is ignored) of the
+  // prefix of `tokens`; nullopt, pinning nothing, if one is not filed.
+  std::optional<std::vector<PinnedBlock>> pin_prefix(std::span<const int32_t> tokens, std::span<const PinnedBlock> slots);
+  void unpin(std::span<const PinnedBlock> blocks);
+  // The (kind, index) slots a hit of the first n_blocks blocks needs (block = -1).
+  std::vector<PinnedBlock> prefix_hit_slots(int n_blocks) const;
+  // Blocks pinned by the calls above and not yet released.
+  int n_pinned_blocks() const { return n_pinned_blocks_; }
+
  private:
   struct RequestState {
     Request request;
@@ -108,6 +133,7 @@ class EngineCore {
     int n_cached_tokens = 0;
     RequestTiming timing;
     std::vector<Sequence*> live;        // unfinished samples
+    std::vector<PinnedBlock> pinned;    // until admission (add())
   };
 
   EngineCore(CausalLM& model, const EngineOptions& options, std::unique_ptr<KvCache> cache);
@@ -143,6 +169,7 @@ class EngineCore {
   int64_t next_seq_id_ = 0;
   uint64_t n_steps_ = 0, n_computed_tokens_ = 0, n_generated_tokens_ = 0;
   uint64_t n_draft_tokens_ = 0, n_accepted_draft_tokens_ = 0;
+  int n_pinned_blocks_ = 0;
   std::array<uint64_t, kMaxSpeculativeTokens> n_drafts_at_{}, n_accepted_at_{};
 };
 

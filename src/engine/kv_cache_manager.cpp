@@ -181,4 +181,31 @@ void KvCacheManager::free(Sequence& seq) {
   seq.n_blocks_filed = 0;
 }
 
+std::vector<std::pair<uint32_t, int>> KvCacheManager::prefix_hit_slots(int n_blocks) const {
+  std::vector<std::pair<uint32_t, int>> slots;
+  for (uint32_t k = 0; k < kinds_.size(); ++k) {
+    for (int i = kinds_[k].first_live_block(n_blocks * block_size_); i < n_blocks; ++i) slots.emplace_back(k, i);
+  }
+  return slots;
+}
+
+std::optional<int32_t> KvCacheManager::pin_filed(uint32_t kind, const BlockHash& hash) {
+  const auto b = pools_[kind].find({hash, kind});
+  if (b) pools_[kind].ref(*b);
+  return b;
+}
+
+bool KvCacheManager::allocate_unfiled(uint32_t kind, int n, std::vector<int32_t>& out) {
+  if (n > pools_[kind].n_free()) return false;
+  stats_.n_evicted_blocks += pools_[kind].allocate(n, out);
+  return true;
+}
+
+int32_t KvCacheManager::file_held(uint32_t kind, int32_t block, const BlockHash& hash) {
+  if (pools_[kind].file(block, {hash, kind})) return block;
+  const int32_t held = *pin_filed(kind, hash);
+  pools_[kind].unref(block);
+  return held;
+}
+
 }  // namespace deepinfer

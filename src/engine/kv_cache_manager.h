@@ -19,6 +19,8 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "engine/block_pool.h"
@@ -79,6 +81,22 @@ class KvCacheManager {
   // covered them. Nothing at or past n_tokens may have been filed: the caller truncates before
   // file_computed_blocks sees those tokens as computed.
   void truncate(Sequence& seq, int n_tokens);
+
+  // Blocks held outside any sequence, for a transfer between workers (engine/prefix_transfer.h).
+  bool prefix_caching() const { return prefix_caching_; }
+  // The (kind, table index) of every block a prefix hit of the first n_blocks blocks needs:
+  // each kind's [first_live_block(n_blocks * block_size), n_blocks).
+  std::vector<std::pair<uint32_t, int>> prefix_hit_slots(int n_blocks) const;
+  // The block filed under (hash, kind), with one more reference; nullopt if none is filed.
+  std::optional<int32_t> pin_filed(uint32_t kind, const BlockHash& hash);
+  // n fresh, unfiled blocks of a kind (one reference each) appended to out; false, allocating
+  // nothing, if the pool has fewer free.
+  bool allocate_unfiled(uint32_t kind, int n, std::vector<int32_t>& out);
+  // Files a held block under (hash, kind); if another block already holds that key, that block
+  // is held instead and this one released. Returns the block now held.
+  int32_t file_held(uint32_t kind, int32_t block, const BlockHash& hash);
+  // Drops one reference taken by pin_filed, allocate_unfiled or file_held.
+  void unpin(uint32_t kind, int32_t block) { pools_[kind].unref(block); }
 
  private:
   void hash_full_blocks(Sequence& seq) const;
