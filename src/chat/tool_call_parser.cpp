@@ -5,16 +5,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "chat/deepseek_v3_markup.h"
 #include "chat/marker.h"
 
 namespace deepinfer::chat {
 namespace {
 
-constexpr std::string_view kCallsBegin = "<｜tool▁calls▁begin｜>";
-constexpr std::string_view kCallsEnd = "<｜tool▁calls▁end｜>";
-constexpr std::string_view kCallBegin = "<｜tool▁call▁begin｜>";
-constexpr std::string_view kCallEnd = "<｜tool▁call▁end｜>";
-constexpr std::string_view kSep = "<｜tool▁sep｜>";
+using dsv3::kCallBegin;
+using dsv3::kCallEnd;
+using dsv3::kCallsBegin;
+using dsv3::kCallsEnd;
+using dsv3::kSep;
 
 bool is_ws(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 

@@ -27,6 +27,9 @@ class CompiledGrammar {
                                                 const JsonSchemaOptions& options = {});
   // Any JSON object (response_format json_object).
   static CompiledGrammar AnyJsonObject(const JsonSchemaOptions& options = {});
+  // The grammar a GrammarBuilder built (checked by GrammarBuilder::build), e.g. one composed of
+  // grammars compiled apart.
+  static CompiledGrammar FromBuilt(Grammar built) { return CompiledGrammar(std::move(built)); }
 
   const std::shared_ptr<const Grammar>& grammar() const { return grammar_; }
 

@@ -38,6 +38,31 @@ uint32_t GrammarBuilder::byte_set_index(const ByteSet& s) {
   return it->second;
 }
 
+Result<uint32_t> GrammarBuilder::import(const Grammar& g, const std::string& prefix) {
+  std::vector<uint32_t> ids(g.rules.size());
+  for (size_t r = 0; r < g.rules.size(); ++r) {
+    const std::string name = prefix + g.rules[r].name;
+    if (by_name_.count(name)) return Status::Error("rule '" + name + "' is defined twice");
+    ids[r] = declare(name);
+  }
+  DI_RETURN_IF_ERROR(count(g.elements.size()));
+  for (size_t r = 0; r < g.rules.size(); ++r) {
+    const Rule& rule = g.rules[r];
+    std::vector<Seq>& body = bodies_[ids[r]];
+    for (uint32_t a = 0; a < rule.n_alts; ++a) {
+      Seq seq;
+      for (uint32_t p = g.alt_starts[rule.first_alt + a]; g.elements[p].kind != ElementKind::kEnd; ++p) {
+        const Element e = g.elements[p];
+        seq.push_back(e.kind == ElementKind::kBytes ? Element{ElementKind::kBytes, byte_set_index(g.byte_sets[e.value])}
+                                                    : Element{ElementKind::kRule, ids[e.value]});
+      }
+      body.push_back(std::move(seq));
+    }
+    defined_[ids[r]] = true;
+  }
+  return ids[g.root];
+}
+
 Result<uint32_t> GrammarBuilder::add_helper(uint32_t owner, std::vector<Seq> alts) {
   const uint32_t id = declare(names_[owner] + "/" + std::to_string(++n_helpers_[owner]));
   size_t n = 0;

@@ -29,6 +29,10 @@ class GrammarBuilder {
   bool is_defined(uint32_t rule) const { return defined_[rule]; }
   // Defines a declared rule; fails when it is already defined or a limit is passed.
   Status define(uint32_t rule, const Expr& body);
+  // Copies every rule of the built grammar `g` into this builder, each named `prefix` + its
+  // name; the id of g's root here. Fails when such a name is already declared or a limit is
+  // passed. This is how grammars compiled apart (say, one JSON Schema per tool) are composed.
+  Result<uint32_t> import(const Grammar& g, const std::string& prefix);
   // The grammar rooted at `root`; the builder is spent afterwards.
   Result<Grammar> build(uint32_t root);
 

@@ -74,44 +74,46 @@ std::string json_escape(char32_t c) {
   }
 }
 
-// `e` (over code points) as the JSON string-literal text of the same strings.
-Expr escape_for_json(const Expr& e) {
+// The intersection of two normalized sets.
+CodePointRanges intersect(const CodePointRanges& a, const CodePointRanges& b) {
+  CodePointRanges out;
+  for (auto [lo1, hi1] : a) {
+    for (auto [lo2, hi2] : b) {
+      if (std::max(lo1, lo2) <= std::min(hi1, hi2)) out.push_back({std::max(lo1, lo2), std::min(hi1, hi2)});
+    }
+  }
+  return normalize_ranges(std::move(out));
+}
+
+// `e` (over code points) as the JSON string-literal text of the same strings, the code points of
+// `escaped` (normalized) written as escapes.
+Expr escape_for_json(const Expr& e, const CodePointRanges& escaped) {
   if (e.kind == Expr::Kind::kCodePoints) {
-    CodePointRanges plain, special;
-    for (auto [lo, hi] : e.ranges) {
-      for (char32_t c : {char32_t('"'), char32_t('\\')}) {
-        if (lo <= c && c <= hi) special.push_back({c, c});
-      }
-      if (lo < 0x20) special.push_back({lo, std::min<char32_t>(hi, 0x1F)});
-    }
-    plain = normalize_ranges(e.ranges);
-    CodePointRanges excluded = normalize_ranges({{0, 0x1F}, {'"', '"'}, {'\\', '\\'}});
-    CodePointRanges keep;
-    // plain minus excluded
-    CodePointRanges allowed = complement_ranges(excluded);
-    for (auto [a, b] : plain) {
-      for (auto [c, d] : allowed) {
-        const char32_t lo = std::max(a, c), hi = std::min(b, d);
-        if (lo <= hi) keep.push_back({lo, hi});
-      }
-    }
+    const CodePointRanges ranges = normalize_ranges(e.ranges);
+    const CodePointRanges keep = intersect(ranges, complement_ranges(escaped));
     std::vector<Expr> options;
-    if (!keep.empty()) options.push_back(Expr::CodePoints(normalize_ranges(keep)));
-    for (auto [lo, hi] : normalize_ranges(special)) {
+    if (!keep.empty()) options.push_back(Expr::CodePoints(keep));
+    for (auto [lo, hi] : intersect(ranges, escaped)) {
       for (char32_t c = lo; c <= hi; ++c) options.push_back(Expr::Literal(json_escape(c)));
     }
     if (options.empty()) return Expr::CodePoints({});
     return Expr::Alt(std::move(options));
   }
   Expr out = e;
-  for (Expr& c : out.children) c = escape_for_json(c);
+  for (Expr& c : out.children) c = escape_for_json(c, escaped);
   return out;
 }
 
 class Compiler {
  public:
   Compiler(const json& root, const JsonSchemaOptions& options)
-      : root_(root), options_(options), b_(options.limits) {}
+      : root_(root),
+        options_(options),
+        b_(options.limits),
+        escaped_(normalize_ranges(options.escape_less_than
+                                      ? CodePointRanges{{0, 0x1F}, {'"', '"'}, {'\\', '\\'}, {'<', '<'}}
+                                      : CodePointRanges{{0, 0x1F}, {'"', '"'}, {'\\', '\\'}})),
+        plain_(complement_ranges(escaped_)) {}
 
   Result<Grammar> run() {
     if (options_.max_integer_digits < 19 || options_.max_fraction_digits < 1 || options_.max_exponent_digits < 1) {
@@ -144,6 +146,22 @@ class Compiler {
       }
     }
     return Status::Ok();
+  }
+
+  // The compact JSON text of `v`, its strings written with escaped_ escaped ('<' outside strings
+  // never occurs, so it can be replaced throughout).
+  std::string json_text(const json& v) const {
+    const std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
+    if (!options_.escape_less_than) return text;
+    std::string out;
+    for (char c : text) {
+      if (c == '<') {
+        out += "\\u003c";
+      } else {
+        out += c;
+      }
+    }
+    return out;
   }
 
   Expr sep() {
@@ -187,7 +205,7 @@ class Compiler {
       body = Expr::Seq({Expr::Char('"'), Expr::Repeat(Expr::Ref(value_rule(kNull)), 0, kUnbounded),
                         Expr::Char('"')});
     } else if (which == kNull) {
-      body = Expr::Alt({Expr::CodePoints(complement_ranges(normalize_ranges({{0, 0x1F}, {'"', '"'}, {'\\', '\\'}}))),
+      body = Expr::Alt({Expr::CodePoints(plain_),
                         Expr::Ref(value_rule(kEscape))});
     } else if (which == kEscape) {
       Expr hex = Expr::CodePoints({{'0', '9'}, {'A', 'F'}, {'a', 'f'}});
@@ -612,7 +630,7 @@ class Compiler {
       unsigned t = value_type(v);
       if (t == kInteger && (types & kNumber)) t = kNumber;
       if (!(types & value_type(v)) && !(types & t)) continue;
-      options.push_back(Expr::Literal(v.dump(-1, ' ', false, json::error_handler_t::replace)));
+      options.push_back(Expr::Literal(json_text(v)));
     }
     if (options.empty()) return Status::Error("no 'enum'/'const' value at " + path + " satisfies the schema's 'type'");
     return Expr::Alt(std::move(options));
@@ -652,7 +670,7 @@ class Compiler {
       }
       auto e = parse_regex(regex, options_.limits);
       if (!e.ok()) return Status::Error("'pattern' at " + path + ": " + e.status().message());
-      return Expr::Seq({Expr::Char('"'), escape_for_json(*e), Expr::Char('"')});
+      return Expr::Seq({Expr::Char('"'), escape_for_json(*e, escaped_), Expr::Char('"')});
     }
     if (!lengths) return Expr::Ref(value_rule(kString));
     const uint32_t lo = uint32_t(min_len.value_or(0));
@@ -735,7 +753,7 @@ class Compiler {
   Result<Expr> other_key(const std::vector<std::string>& names, const std::string& path) {
     for (const std::string& n : names) {
       for (char c : n) {
-        if (uint8_t(c) < 0x20 || uint8_t(c) >= 0x80 || c == '"' || c == '\\') {
+        if (uint8_t(c) < 0x20 || uint8_t(c) >= 0x80 || c == '"' || c == '\\' || (c == '<' && options_.escape_less_than)) {
           return Status::Error("'additionalProperties' at " + path +
                                " beside properties with non-ASCII or escaped names is not supported");
         }
@@ -763,7 +781,7 @@ class Compiler {
       trie[at].terminal = true;
     }
     const Expr chars = Expr::Repeat(Expr::Ref(value_rule(kNull)), 0, kUnbounded);
-    const CodePointRanges plain = complement_ranges(normalize_ranges({{0, 0x1F}, {'"', '"'}, {'\\', '\\'}}));
+    const CodePointRanges& plain = plain_;
     std::vector<uint32_t> ids(trie.size());
     for (size_t i = 0; i < trie.size(); ++i) ids[i] = b_.declare(path + "@key" + std::to_string(n_named_) + "/" + std::to_string(i));
     ++n_named_;
@@ -873,7 +891,7 @@ class Compiler {
     for (size_t i = 0; i < props.size(); ++i) {
       const std::string ppath = path + "/properties/" + props[i].name;
       DI_ASSIGN_OR_RETURN(Expr value, compile(*props[i].schema, ppath, depth + 1));
-      DI_ASSIGN_OR_RETURN(Expr e, named(ppath, Expr::Seq({Expr::Literal(json(props[i].name).dump()), colon(), value})));
+      DI_ASSIGN_OR_RETURN(Expr e, named(ppath, Expr::Seq({Expr::Literal(json_text(json(props[i].name))), colon(), value})));
       kv.push_back(std::move(e));
     }
     std::optional<Expr> extra_kv;
@@ -997,6 +1015,8 @@ class Compiler {
   const json& root_;
   JsonSchemaOptions options_;
   GrammarBuilder b_;
+  CodePointRanges escaped_;  // code points strings write as escapes
+  CodePointRanges plain_;    // the others
   std::map<unsigned, uint32_t> shared_;
   std::map<std::string, uint32_t> ref_rules_;
   size_t n_named_ = 0;

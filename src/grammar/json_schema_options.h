@@ -15,6 +15,10 @@ struct JsonSchemaOptions {
   uint32_t max_integer_digits = 20;
   uint32_t max_fraction_digits = 20;
   uint32_t max_exponent_digits = 3;
+  // Whether '<' inside strings is always written as the escape \u003c (the same JSON value), so
+  // that the text never contains '<': JSON that sits inside markup whose tags start with '<'
+  // (tool-call arguments) can then never close or open a tag.
+  bool escape_less_than = false;
   // Schemas nested deeper than this (properties in properties ..., $ref chains) fail to compile.
   size_t max_schema_depth = 64;
 };

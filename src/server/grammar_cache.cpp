@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "server/tool_call_grammar.h"
+
 namespace deepinfer {
 
 namespace {
@@ -16,6 +18,7 @@ Result<CompiledGrammar> compile_text(const OutputConstraint& c, const grammar::J
     case Kind::kJsonSchema: return CompiledGrammar::FromJsonSchema(c.text, options);
     case Kind::kRegex: return CompiledGrammar::FromRegex(c.text, options.limits);
     case Kind::kGrammar: return CompiledGrammar::FromEbnf(c.text, options.limits);
+    case Kind::kToolCalls: return compile_tool_call_grammar(c.text, options);
     case Kind::kNone: break;
   }
   return Status::Error("no constraint");
@@ -44,7 +47,10 @@ GrammarCache::Entry GrammarCache::compile(const OutputConstraint& constraint, st
   e.key = std::move(key);
   auto compiled = compile_text(constraint, options_.json_schema);
   if (!compiled.ok()) {
-    e.error = Status::Error("'" + where(constraint) + "': " + compiled.status().message());
+    // Tool-call constraint errors already name the tool's field.
+    e.error = constraint.kind == OutputConstraint::Kind::kToolCalls
+                  ? Status::Error(compiled.status().message())
+                  : Status::Error("'" + where(constraint) + "': " + compiled.status().message());
     return e;
   }
   e.grammar = std::make_shared<const CompiledGrammar>(std::move(compiled).value());

@@ -391,14 +391,17 @@ ApiResult<ChatRequest> parse_chat_request(const json& body, const RequestLimits&
       (r.tool_choice == "required" || r.tool_choice == "function"))
     return bad("tool_choice", "'" + r.options.constraint.param + "' constrains the answer's text, so 'tool_choice' "
                               "cannot force a tool call in the same request");
-  // Tool-call arguments sit between the chat format's special tokens, which a grammar over the
-  // answer's text cannot express; strict tools are refused rather than left unconstrained.
-  if (r.tools.is_array() && r.tool_choice != "none")
+  // Strict tools constrain the answer's tool calls (server/tool_call_grammar.h), which is a
+  // constraint of its own.
+  if (r.tools.is_array())
     for (size_t i = 0; i < r.tools.size(); ++i) {
       const json* strict = find_member(*find_member(r.tools[i], "function"), "strict");
-      if (strict && strict->is_boolean() && strict->get<bool>())
-        return bad("tools", "tools[" + std::to_string(i) + "].function.strict: strict tool arguments are not supported "
-                            "by this server; omit 'strict' or set it to false");
+      if (strict && !strict->is_null() && !strict->is_boolean())
+        return bad("tools", "'tools[" + std::to_string(i) + "].function.strict' must be true or false");
+      if (strict && strict->is_boolean() && strict->get<bool>() && r.tool_choice != "none" &&
+          r.options.constraint.kind != OutputConstraint::Kind::kNone)
+        return bad("tools", "tools[" + std::to_string(i) + "].function.strict constrains the tool calls, so '" +
+                                r.options.constraint.param + "' cannot constrain the same answer");
     }
   return r;
 }

@@ -38,12 +38,13 @@ struct RequestLimits {
 
 // A structured-output constraint as the request states it (compiled by GrammarCache): at most
 // one per request, from `response_format` (json_object, json_schema), or the extension fields
-// `regex` (whole-output match, docs/grammar.md's dialect) and `grammar` (docs/grammar.md's EBNF).
+// `regex` (whole-output match, docs/grammar.md's dialect) and `grammar` (docs/grammar.md's EBNF),
+// or, set by the server once the chat format is known, strict tools (server/tool_call_grammar.h).
 struct OutputConstraint {
-  enum class Kind { kNone, kJsonObject, kJsonSchema, kRegex, kGrammar };
+  enum class Kind { kNone, kJsonObject, kJsonSchema, kRegex, kGrammar, kToolCalls };
   Kind kind = Kind::kNone;
-  std::string text;   // the schema as JSON text, the pattern or the grammar; empty for json_object
-  std::string param;  // the request field it came from, for errors: response_format, regex, grammar
+  std::string text;   // the schema as JSON text, the pattern, the grammar or the tool-call constraint text; empty for json_object
+  std::string param;  // the request field it came from, for errors: response_format, regex, grammar, tools
 };
 
 // What both endpoints share.

@@ -8,6 +8,7 @@
 #include "chat/reasoning_parser.h"
 #include "server/deepseek_v4_chat.h"
 #include "server/request_json.h"
+#include "server/tool_call_grammar.h"
 
 namespace deepinfer {
 namespace {
@@ -316,6 +317,11 @@ void OpenAiService::chat_completions(const HttpRequest& req, const std::shared_p
   if ((r.tool_choice == "required" || r.tool_choice == "function") && forced.empty())
     return fail(res, api_error(400, "tool_choice '" + r.tool_choice + "' is not supported with this model's chat template",
                                "invalid_request_error", "tool_choice"));
+  if (use_tools && has_strict_tools(r.tools)) {
+    auto text = tool_call_constraint_text(tool_call_format_, r.tool_choice, r.tool_choice_function, r.tools);
+    if (!text.ok()) return fail(res, api_error(400, text.status().message(), "invalid_request_error", "tools"));
+    r.options.constraint = {OutputConstraint::Kind::kToolCalls, std::move(text).value(), "tools"};
+  }
   ChatOutputConfig output;
   output.parse_tool_calls = use_tools;
   output.forced_prefix = forced;
@@ -353,6 +359,9 @@ void OpenAiService::deepseek_v4_chat_completions(ChatRequest& r, const std::shar
   output.deepseek_v4 = true;
   output.parse_reasoning = output.reasoning_open = v4.thinking;
   output.parse_tool_calls = !r.tools.is_null() && r.tool_choice != "none";
+  if (output.parse_tool_calls && has_strict_tools(r.tools))
+    return fail(res, api_error(400, "strict tool arguments are not supported with DeepSeek-V4's DSML tool calls; omit "
+                                    "'strict' or set it to false", "invalid_request_error", "tools"));
   output.forced_prefix = v4.forced_prefix;
   start_chat(r, v4.prompt + v4.forced_prefix, output, res);
 }

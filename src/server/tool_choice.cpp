@@ -1,11 +1,13 @@
 #include "server/tool_choice.h"
 
+#include "chat/deepseek_v3_markup.h"
+
 namespace deepinfer {
 namespace {
 
-const std::string kCallsBegin = "<｜tool▁calls▁begin｜>";
-const std::string kCallBegin = "<｜tool▁call▁begin｜>";
-const std::string kSep = "<｜tool▁sep｜>";
+const std::string kCallsBegin(chat::dsv3::kCallsBegin);
+const std::string kCallBegin(chat::dsv3::kCallBegin);
+const std::string kSep(chat::dsv3::kSep);
 
 }  // namespace
 

@@ -227,7 +227,7 @@ def test_bad_constraints_are_400s_naming_the_problem(client):
     assert "at most one" in body["message"]
     tool = {"type": "function", "function": {"name": "f", "strict": True,
                                               "parameters": {"type": "object", "properties": {}}}}
-    body = bad_request(client, tools=[tool])
+    body = bad_request(client, tools=[tool], extra_body={"regex": "a"})
     assert body["param"] == "tools" and "strict" in body["message"]
     body = bad_request(client, tools=[{**tool, "function": {**tool["function"], "strict": False}}],
                        tool_choice="required", response_format={"type": "json_object"})

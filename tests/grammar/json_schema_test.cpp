@@ -186,3 +186,37 @@ TEST(JsonSchema, InfiniteRefLoopsFail) {
 
 }  // namespace
 }  // namespace deepinfer::grammar
+
+namespace deepinfer::grammar {
+namespace {
+
+// escape_less_than: the same JSON values, with every '<' inside strings written \u003c, so the
+// text never holds '<' (tool-call arguments inside markup).
+TEST(JsonSchema, EscapeLessThanKeepsValuesAndNeverWritesLessThan) {
+  JsonSchemaOptions options;
+  options.escape_less_than = true;
+  const CompiledGrammar g = schema(R"({"type": "object", "properties": {
+      "free": {"type": "string"}, "pat": {"type": "string", "pattern": "^<[a-z]>$"},
+      "e": {"enum": ["<b>", 1]}, "bounded": {"type": "string", "maxLength": 2}},
+      "required": ["free", "pat", "e", "bounded"], "additionalProperties": false})",
+                                   options);
+  EXPECT_TRUE(matches(g, R"({"free":"a\u003cb","pat":"\u003cq>","e":"\u003cb>","bounded":"\u003c\u003c"})"));
+  EXPECT_FALSE(matches(g, R"({"free":"a<b","pat":"\u003cq>","e":"\u003cb>","bounded":"x"})"));
+  EXPECT_FALSE(matches(g, R"({"free":"a","pat":"<q>","e":"\u003cb>","bounded":"x"})"));
+  EXPECT_FALSE(matches(g, R"({"free":"a","pat":"\u003cq>","e":"<b>","bounded":"x"})"));
+  EXPECT_FALSE(matches(g, R"({"free":"a","pat":"\u003cq>","e":1,"bounded":"<"})"));
+  const CompiledGrammar plain = schema(R"({"type": "string", "pattern": "^<[a-z]>$"})");
+  EXPECT_TRUE(matches(plain, R"("<q>")"));
+  const CompiledGrammar any = CompiledGrammar::AnyJsonObject(options);
+  EXPECT_TRUE(matches(any, R"({"<":"x"})") == false);
+  EXPECT_TRUE(matches(any, R"({"\u003c":"x"})"));
+  // A property name with '<' cannot be told apart from other keys by this compiler's key trie.
+  options.escape_less_than = true;
+  auto bad = CompiledGrammar::FromJsonSchema(
+      R"({"type": "object", "properties": {"a<b": {"type": "integer"}}, "additionalProperties": {"type": "integer"}})",
+      options);
+  EXPECT_FALSE(bad.ok());
+}
+
+}  // namespace
+}  // namespace deepinfer::grammar

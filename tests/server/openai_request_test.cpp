@@ -201,10 +201,14 @@ TEST(Requests, OutputConstraints) {
   EXPECT_NE(two.message.find("at most one"), std::string::npos) << two.message;
 
   const json strict_tool = {{"type", "function"}, {"function", {{"name", "f"}, {"strict", true}}}};
-  const ApiError strict = err(chat({{"tools", {strict_tool}}}));
+  ok(chat({{"tools", {strict_tool}}}));  // constrains the tool calls (server/tool_call_grammar.h)
+  const ApiError strict = err(chat({{"tools", {strict_tool}}, {"regex", "a"}}));
   EXPECT_EQ(strict.param, "tools");
   EXPECT_NE(strict.message.find("tools[0].function.strict"), std::string::npos) << strict.message;
-  ok(chat({{"tools", {strict_tool}}, {"tool_choice", "none"}}));  // tools unused: nothing to constrain
+  ok(chat({{"tools", {strict_tool}}, {"tool_choice", "none"}, {"regex", "a"}}));  // tools unused: no conflict
+  const json bad_strict = {{"type", "function"}, {"function", {{"name", "f"}, {"strict", "yes"}}}};
+  EXPECT_NE(err(chat({{"tools", {bad_strict}}})).message.find("'tools[0].function.strict' must be true or false"),
+            std::string::npos);
   const json loose_tool = {{"type", "function"}, {"function", {{"name", "f"}, {"strict", false}}}};
   ok(chat({{"tools", {loose_tool}}}));
   EXPECT_EQ(err(chat({{"tools", {loose_tool}}, {"tool_choice", "required"}, {"regex", "a"}})).param, "tool_choice");

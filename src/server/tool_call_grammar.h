@@ -1,0 +1,47 @@
+// Strict tool arguments: the grammar of a chat answer when some of the request's tools have
+// `"strict": true`, over the text the model writes after the prompt (and after the forced
+// tool-call prefix of tool_choice "required" / a named function, server/tool_choice.h).
+//
+// DeepSeek-V3 format (V3.1 the same without "function", "\n```json\n" and "\n```"):
+//   auto:      TEXT | TEXT <｜tool▁calls▁begin｜> CALLS       (TEXT never contains that marker)
+//   required:  NAME_i ARGS_TAIL_i MORE                       (after "...<｜tool▁sep｜>")
+//   function:  ARGS_f TAIL MORE_f                            (after "NAME\n```json\n")
+//   CALLS  ::= <｜tool▁call▁begin｜> CALL MORE
+//   CALL_i ::= "function" <｜tool▁sep｜> NAME_i "\n```json\n" ARGS_i "\n```" <｜tool▁call▁end｜>
+//   MORE   ::= "\n" <｜tool▁call▁begin｜> CALL MORE | <｜tool▁calls▁end｜>
+// ARGS_i: a strict tool's `parameters` schema (an object; absent: no parameters, `{}`), a
+// non-strict tool's any JSON object; as compact JSON whose strings write '<' as \u003c, so the
+// arguments can never contain a marker. A named function's further calls are of it too. After
+// the calls block the answer ends. Every sentence is parsed by chat::ToolCallParser into those
+// calls, with `arguments` valid against their tool's schema.
+//
+// The request is first put in one canonical text (tool_call_constraint_text), which is what
+// GrammarCache compiles and keys on.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "grammar/compiled_grammar.h"
+#include "server/tool_choice.h"
+
+namespace deepinfer {
+
+// Whether some tool of `tools` (the request's array, or null) has function.strict true.
+bool has_strict_tools(const nlohmann::ordered_json& tools);
+
+// The constraint text for `tools` (the request's validated array) under `tool_choice` ("auto",
+// "required" or "function", with `function` its name). Errors name the field at fault
+// (tools[i].function.name / .parameters): names the parser could not read back, parameters that
+// are not an object schema.
+Result<std::string> tool_call_constraint_text(ToolCallFormat format, const std::string& tool_choice,
+                                              const std::string& function, const nlohmann::ordered_json& tools);
+
+// The grammar of a constraint text. Errors name tools[i].function.parameters and the keyword.
+// `options` bound every schema's compile (escape_less_than is set here).
+Result<grammar::CompiledGrammar> compile_tool_call_grammar(std::string_view text, grammar::JsonSchemaOptions options);
+
+}  // namespace deepinfer
