@@ -1,0 +1,180 @@
+// ExpertParallelMoe against the single-process MoE kernel: with the experts spread over 1-5
+// ranks (threads exchanging through FakeExpertGroup), every rank's rows come out bitwise equal
+// to what cpu_backend().moe computes with every expert at hand; for bf16 and fp8 weights, f32
+// and bf16 activations, idle ranks (0 rows) and uneven loads. A failed group zeroes the output.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "core/dtype.h"
+#include "fake_expert_group.h"
+#include "model/expert_parallel_moe.h"
+
+namespace deepinfer {
+namespace {
+
+struct Mlp {
+  std::vector<uint16_t> gate, up, down;   // bf16, or fp8 bytes in the low half when fp8
+  std::vector<uint8_t> gate8, up8, down8;
+  std::vector<float> gate_s, up_s, down_s;
+  LinearWeight g, u, d;
+};
+
+// A layer of n_experts routed experts plus a shared one, random, in `dtype` (BF16 or F8_E4M3).
+struct Layer {
+  int64_t hidden, inter;
+  std::vector<Mlp> experts;
+  Mlp shared;
+  std::vector<MlpWeightRefs> refs;
+  MlpWeightRefs shared_ref;
+
+  Layer(int n_experts, int64_t hidden_, int64_t inter_, DType dtype, DType act, std::mt19937& rng)
+      : hidden(hidden_), inter(inter_), experts(size_t(n_experts)) {
+    for (Mlp& e : experts) make(e, inter, dtype, act, rng);
+    make(shared, 2 * inter, dtype, act, rng);
+    for (Mlp& e : experts) refs.push_back({&e.g, &e.u, &e.d});
+    shared_ref = {&shared.g, &shared.u, &shared.d};
+  }
+
+  void make(Mlp& m, int64_t width, DType dtype, DType act, std::mt19937& rng) {
+    auto fill = [&](LinearWeight& w, std::vector<uint16_t>& b16, std::vector<uint8_t>& b8, std::vector<float>& s,
+                    int64_t n_out, int64_t n_in) {
+      std::normal_distribution<float> dist(0.0f, 0.1f);
+      w.n_out = n_out;
+      w.n_in = n_in;
+      w.dtype = dtype;
+      if (dtype == DType::BF16) {
+        for (int64_t i = 0; i < n_out * n_in; ++i) b16.push_back(f32_to_bf16(dist(rng)));
+        w.data = b16.data();
+        w.act_dtype = act;
+      } else {
+        std::uniform_int_distribution<int> byte(0, 0x7e);  // finite e4m3, either sign
+        for (int64_t i = 0; i < n_out * n_in; ++i) b8.push_back(uint8_t(byte(rng) | (rng() & 0x80)));
+        w.block_rows = w.block_cols = 32;
+        const int64_t n_s = ((n_out + 31) / 32) * ((n_in + 31) / 32);
+        for (int64_t i = 0; i < n_s; ++i) s.push_back(0.001f * float(1 + rng() % 8));
+        w.data = b8.data();
+        w.scale_inv = s.data();
+      }
+    };
+    fill(m.g, m.gate, m.gate8, m.gate_s, width, hidden);
+    fill(m.u, m.up, m.up8, m.up_s, width, hidden);
+    fill(m.d, m.down, m.down8, m.down_s, hidden, width);
+  }
+};
+
+// One rank's rows: x [m, hidden] and its routing (distinct experts per row, random weights).
+struct Rows {
+  int64_t m;
+  std::vector<float> x, weights, y;
+  std::vector<int32_t> ids;
+};
+
+Rows random_rows(int64_t m, int64_t hidden, int n_experts, int top_k, std::mt19937& rng, int hot_expert = -1) {
+  Rows r{m, {}, {}, {}, {}};
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  for (int64_t i = 0; i < m * hidden; ++i) r.x.push_back(dist(rng));
+  for (int64_t i = 0; i < m; ++i) {
+    std::vector<int32_t> all(static_cast<size_t>(n_experts));
+    for (int e = 0; e < n_experts; ++e) all[size_t(e)] = e;
+    std::shuffle(all.begin(), all.end(), rng);
+    if (hot_expert >= 0) std::iter_swap(all.begin(), std::find(all.begin(), all.end(), hot_expert));
+    for (int j = 0; j < top_k; ++j) {
+      r.ids.push_back(all[size_t(j)]);
+      r.weights.push_back(std::uniform_real_distribution<float>(0.05f, 1.0f)(rng));
+    }
+  }
+  return r;
+}
+
+std::vector<float> single_process(const Layer& L, const Rows& r, int top_k) {
+  std::vector<float> y(size_t(r.m * L.hidden), -1.0f);
+  cpu_backend().moe({r.x.data(), L.hidden, r.m, L.refs.data(), int(L.refs.size()), top_k, r.ids.data(),
+                     r.weights.data(), &L.shared_ref, y.data(), L.hidden});
+  return y;
+}
+
+void run_group(const Layer& L, std::vector<Rows>& rows, int top_k) {
+  const int n = int(rows.size());
+  test::ExchangeHub hub(n);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < n; ++rank) {
+    threads.emplace_back([&, rank] {
+      test::FakeExpertGroup group(hub, rank);
+      auto placement = ExpertPlacement::contiguous(int(L.refs.size()), n, rank);
+      ASSERT_TRUE(placement.ok());
+      // Only the held experts are bound on this rank: the others' weights are absent.
+      std::vector<MlpWeightRefs> refs(L.refs.size());
+      for (const int32_t e : placement->local_experts()) refs[size_t(e)] = L.refs[size_t(e)];
+      ExpertParallelMoe moe(group, *placement, cpu_backend());
+      Rows& r = rows[size_t(rank)];
+      r.y.assign(size_t(r.m * L.hidden), -1.0f);
+      for (int repeat = 0; repeat < 2; ++repeat)  // scratch reused across layers and steps
+        moe.run(r.x.data(), L.hidden, r.m, L.hidden, top_k, r.ids.data(), r.weights.data(), refs, &L.shared_ref,
+                r.y.data(), L.hidden);
+      EXPECT_TRUE(group.health().ok()) << group.health().message();
+      EXPECT_EQ(group.n_counts, 2);
+      EXPECT_EQ(group.n_exchanges, 4);
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+struct Case {
+  DType weights, activations;
+  int n_ranks;
+};
+
+class ExpertParallelMoeTest : public testing::TestWithParam<Case> {};
+
+TEST_P(ExpertParallelMoeTest, BitwiseEqualToTheSingleProcessKernel) {
+  const Case c = GetParam();
+  std::mt19937 rng(1234 + c.n_ranks);
+  const int n_experts = 8, top_k = 3;
+  const Layer layer(n_experts, 64, 32, c.weights, c.activations, rng);
+  std::vector<Rows> rows;
+  for (int rank = 0; rank < c.n_ranks; ++rank) {
+    // Uneven: rank 1 idle (0 rows), rank 2 a long prefill-sized batch, one hot expert on rank 0.
+    const int64_t m = rank == 1 ? 0 : rank == 2 ? 37 : 1 + rank;
+    rows.push_back(random_rows(m, layer.hidden, n_experts, top_k, rng, rank == 0 ? 5 : -1));
+  }
+  run_group(layer, rows, top_k);
+  for (int rank = 0; rank < c.n_ranks; ++rank) {
+    const std::vector<float> want = single_process(layer, rows[size_t(rank)], top_k);
+    ASSERT_EQ(rows[size_t(rank)].y.size(), want.size());
+    EXPECT_EQ(std::memcmp(rows[size_t(rank)].y.data(), want.data(), want.size() * 4), 0) << "rank " << rank;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ExpertParallelMoeTest,
+                         testing::Values(Case{DType::BF16, DType::F32, 1}, Case{DType::BF16, DType::F32, 2},
+                                         Case{DType::BF16, DType::F32, 3}, Case{DType::BF16, DType::F32, 5},
+                                         Case{DType::BF16, DType::BF16, 2}, Case{DType::BF16, DType::BF16, 4},
+                                         Case{DType::F8_E4M3, DType::F32, 2}, Case{DType::F8_E4M3, DType::F32, 4}));
+
+TEST(ExpertParallelMoe, AFailedExchangeFailsTheGroupAndZeroesTheOutput) {
+  std::mt19937 rng(7);
+  const Layer layer(4, 32, 16, DType::BF16, DType::F32, rng);
+  Rows r = random_rows(3, layer.hidden, 4, 2, rng);
+  test::ExchangeHub hub(1);
+  test::FakeExpertGroup group(hub, 0);
+  group.fail_at_call = 1;  // the dispatch payload, after the counts
+  ExpertParallelMoe moe(group, *ExpertPlacement::contiguous(4, 1, 0), cpu_backend());
+  r.y.assign(size_t(r.m * layer.hidden), 3.0f);
+  moe.run(r.x.data(), layer.hidden, r.m, layer.hidden, 2, r.ids.data(), r.weights.data(), layer.refs,
+          &layer.shared_ref, r.y.data(), layer.hidden);
+  ASSERT_FALSE(group.health().ok());
+  EXPECT_NE(group.health().message().find("on purpose"), std::string::npos);
+  for (const float v : r.y) ASSERT_EQ(v, 0.0f);
+  // Later layers do not communicate at all.
+  moe.run(r.x.data(), layer.hidden, r.m, layer.hidden, 2, r.ids.data(), r.weights.data(), layer.refs,
+          &layer.shared_ref, r.y.data(), layer.hidden);
+  EXPECT_EQ(group.n_counts, 1);
+  EXPECT_EQ(group.n_exchanges, 0);
+}
+
+}  // namespace
+}  // namespace deepinfer
