@@ -1,6 +1,8 @@
 // HttpClient: HTTP/1.1 over TCP (no TLS) to one server, asynchronous on one io_context, with a
 // pool of keep-alive connections; response bodies are delivered piece by piece as they arrive,
-// which is what timing a token stream needs. Beast stays inside http_client.cpp.
+// which is what timing a token stream needs (the serving benchmark) and relaying one (the P/D
+// router, through stream(): any method and headers, the response head, and backpressure).
+// Beast stays inside http_client.cpp.
 #pragma once
 
 #include "core/status.h"
@@ -11,6 +13,8 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace deepinfer::bench {
 
@@ -29,6 +33,30 @@ struct HttpResult {
   std::string detail;  // the transport error, or the start of an error response's body
 };
 
+using HeaderList = std::vector<std::pair<std::string, std::string>>;
+
+// What stream() sends: any method, the path below the endpoint's prefix, headers as given.
+struct HttpRequestSpec {
+  std::string method = "GET";
+  std::string path;
+  HeaderList headers;  // besides Host and User-Agent, e.g. {"Content-Type", "application/json"}
+  std::string body;
+};
+
+// A response's status line and headers (names lower-cased), as stream() reports them.
+struct HttpResponseHead {
+  int status = 0;
+  HeaderList headers;
+  std::string header(std::string_view lower_name) const;  // "" when absent
+};
+
+// stream()'s bounds: a connection must be made within connect_s, and each later step (writing
+// the request, then every wait for more response bytes) within idle_s.
+struct StreamTimeouts {
+  double connect_s = 5;
+  double idle_s = 600;
+};
+
 class HttpClient {
  public:
   using BodyFn = std::function<void(std::string_view bytes)>;
@@ -44,6 +72,24 @@ class HttpClient {
   // bounded by timeout_s. A reused connection that the server had closed is retried once on a
   // new one. Call only from a thread running ioc; the callbacks run there too.
   void request(std::string_view path, std::string body, double timeout_s, BodyFn on_body, DoneFn on_done);
+
+  // A relayed exchange. on_head runs once the status line and headers are in; on_body then gets
+  // every piece of the body whatever the status, and the next piece is read only after its
+  // `resume` has been called (from any thread, once): a slow consumer holds the upstream
+  // connection back instead of growing a buffer. on_done runs exactly once, last: error "" after
+  // a complete response, else connect, timeout, transport or cancelled (status stays 0 when no
+  // head arrived). Call from any thread; the callbacks run on a thread running ioc, which must
+  // be a single thread.
+  using HeadFn = std::function<void(const HttpResponseHead& head)>;
+  using PausedBodyFn = std::function<void(std::string_view bytes, std::function<void()> resume)>;
+  class Stream {
+   public:
+    virtual ~Stream() = default;
+    // Closes the connection (any thread); on_done then reports "cancelled" unless it has run.
+    virtual void cancel() = 0;
+  };
+  std::shared_ptr<Stream> stream(HttpRequestSpec spec, StreamTimeouts timeouts, HeadFn on_head, PausedBodyFn on_body,
+                                 DoneFn on_done);
 
   struct Pool;  // defined in http_client.cpp: the endpoint and its idle connections
 

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include <pthread.h>
 #include <unordered_map>
@@ -82,6 +83,7 @@ class Session : public std::enable_shared_from_this<Session> {
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
     stream_.close();
+    on_flushed_.clear();
     std::lock_guard<std::mutex> lock(server_.sessions_mu);
     server_.sessions.erase(this);
   }
@@ -97,6 +99,12 @@ class Session : public std::enable_shared_from_this<Session> {
       keep_alive_ = keep_alive;
     }
     write_next();
+  }
+
+  void add_flushed_callback(uint64_t generation, std::function<void()> cb) {
+    if (closed_ || generation != generation_) return;
+    if (queue_.empty()) return cb();
+    on_flushed_.push_back(std::move(cb));
   }
 
   void add_disconnect_callback(uint64_t generation, std::function<void()> cb) {
@@ -240,6 +248,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void write_next() {
     if (writing_ || closed_) return;
     if (queue_.empty()) {
+      for (auto& cb : std::exchange(on_flushed_, {})) cb();
       if (!response_done_) return;
       if (linger_) return linger();
       if (!keep_alive_ || server_.stopped) return close();
@@ -279,6 +288,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool disconnected_ = false;
   std::atomic<bool> disconnected_atomic_{false};
   std::vector<std::function<void()>> on_disconnect_;
+  std::vector<std::function<void()>> on_flushed_;  // when_flushed callbacks, run once queue_ empties
   std::array<char, 4096> watch_buf_{};
   bool watching_ = false;          // watch_for_disconnect's read is pending
   bool read_after_watch_ = false;  // read the next request once it completes
@@ -321,6 +331,12 @@ class Responder final : public HttpResponder {
   void end() override { post(chunked_ ? "0\r\n\r\n" : "", true); }
 
   bool disconnected() const override { return session_->disconnected_flag().load(); }
+
+  void when_flushed(std::function<void()> callback) override {
+    net::post(session_->executor(), [s = session_, g = generation_, cb = std::move(callback)]() mutable {
+      s->add_flushed_callback(g, std::move(cb));
+    });
+  }
 
   void on_disconnect(std::function<void()> callback) override {
     net::post(session_->executor(), [s = session_, g = generation_, cb = std::move(callback)]() mutable {

@@ -52,6 +52,10 @@ class HttpResponder {
   // Called once, from a network thread, when the client goes before the response is complete.
   // If it has already gone, called at once.
   virtual void on_disconnect(std::function<void()> callback) = 0;
+  // Called once, from a network thread, when everything written so far has gone to the socket
+  // (at once if nothing is pending): a relay reads its next piece then, so that a slow client
+  // holds back its source instead of growing this queue. Not called after a disconnect.
+  virtual void when_flushed(std::function<void()> callback) { callback(); }
 };
 
 using HttpHandler = std::function<void(HttpRequest request, std::shared_ptr<HttpResponder> responder)>;
