@@ -7,6 +7,33 @@ namespace deepinfer::bench {
 
 using nlohmann::json;
 
+namespace {
+
+// Later minus earlier, per position (positions the earlier scrape lacks count from 0).
+std::vector<double> minus(const std::vector<double>& later, const std::vector<double>& earlier) {
+  std::vector<double> d(later);
+  for (size_t i = 0; i < d.size() && i < earlier.size(); ++i) d[i] -= earlier[i];
+  return d;
+}
+
+std::optional<SpeculativeFigures> speculative_figures(const ServerMetrics& first, const ServerMetrics& last) {
+  if (!first.spec_draft_tokens || !last.spec_draft_tokens || !first.spec_accepted_tokens || !last.spec_accepted_tokens)
+    return std::nullopt;
+  SpeculativeFigures f;
+  f.draft_tokens = *last.spec_draft_tokens - *first.spec_draft_tokens;
+  f.accepted_tokens = *last.spec_accepted_tokens - *first.spec_accepted_tokens;
+  f.draft_tokens_at = minus(last.spec_draft_tokens_at, first.spec_draft_tokens_at);
+  f.accepted_tokens_at = minus(last.spec_accepted_tokens_at, first.spec_accepted_tokens_at);
+  if (f.draft_tokens > 0) f.acceptance_rate = f.accepted_tokens / f.draft_tokens;
+  std::optional<double> steps;
+  if (first.spec_drafts && last.spec_drafts) steps = *last.spec_drafts - *first.spec_drafts;
+  else if (!f.draft_tokens_at.empty()) steps = f.draft_tokens_at[0];
+  if (steps && *steps > 0) f.accept_length = 1 + f.accepted_tokens / *steps;
+  return f;
+}
+
+}  // namespace
+
 RunReport make_report(const LoadResult& result, std::string label, json load, int n_gpus) {
   RunReport r;
   r.label = std::move(label);
@@ -56,6 +83,7 @@ RunReport make_report(const LoadResult& result, std::string label, json load, in
         *last.prefix_queries > *first.prefix_queries) {
       r.prefix_cache_hit_rate = (*last.prefix_hits - *first.prefix_hits) / (*last.prefix_queries - *first.prefix_queries);
     }
+    r.speculative = speculative_figures(first, last);
   }
   double kv_sum = 0, rate_sum = 0;
   int kv_n = 0, rate_n = 0;
@@ -83,6 +111,22 @@ json percentiles_json(const Percentiles& p) {
 }
 
 json optional_json(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
+
+json speculative_json(const std::optional<SpeculativeFigures>& f) {
+  if (!f) return nullptr;
+  json positions = json::array();
+  for (size_t i = 0; i < f->draft_tokens_at.size(); ++i) {
+    const double drafted = f->draft_tokens_at[i];
+    const double accepted = i < f->accepted_tokens_at.size() ? f->accepted_tokens_at[i] : 0.0;
+    positions.push_back({{"position", i}, {"draft_tokens", drafted}, {"accepted_tokens", accepted},
+                         {"acceptance_rate", drafted > 0 ? json(accepted / drafted) : json(nullptr)}});
+  }
+  return {{"draft_tokens", f->draft_tokens},
+          {"accepted_tokens", f->accepted_tokens},
+          {"acceptance_rate", optional_json(f->acceptance_rate)},
+          {"accept_length", optional_json(f->accept_length)},
+          {"per_position", positions}};
+}
 
 std::string fmt(const char* format, double a, double b = 0, double c = 0, double d = 0) {
   char buf[256];
@@ -121,6 +165,7 @@ json to_json(const RunReport& r) {
        {{"prefix_cache_hit_rate", optional_json(r.prefix_cache_hit_rate)},
         {"kv_cache_usage_mean", optional_json(r.kv_usage_mean)},
         {"kv_cache_usage_max", optional_json(r.kv_usage_max)},
+        {"speculative", speculative_json(r.speculative)},
         {"note", r.metrics_note}}},
   };
 }
@@ -149,6 +194,21 @@ std::string format_report(const RunReport& r) {
   s += "Prefix-cache hit rate              " + percent_or_dash(r.prefix_cache_hit_rate) + "\n";
   s += "KV-cache usage mean / max          " + percent_or_dash(r.kv_usage_mean) + " / " +
        percent_or_dash(r.kv_usage_max) + "\n";
+  if (r.speculative) {
+    const SpeculativeFigures& f = *r.speculative;
+    s += fmt("Speculative drafts / accepted      %.0f / %.0f", f.draft_tokens, f.accepted_tokens);
+    if (f.acceptance_rate) s += "  (" + percent_or_dash(f.acceptance_rate) + ")";
+    s += "\n";
+    if (f.accept_length) s += fmt("Accept length (tokens/draft step)  %.2f\n", *f.accept_length);
+    if (!f.draft_tokens_at.empty()) {
+      s += "  accepted per draft position      ";
+      for (size_t i = 0; i < f.draft_tokens_at.size(); ++i) {
+        const double accepted = i < f.accepted_tokens_at.size() ? f.accepted_tokens_at[i] : 0.0;
+        s += (i ? " " : "") + (f.draft_tokens_at[i] > 0 ? fmt("%.1f%%", 100 * accepted / f.draft_tokens_at[i]) : "-");
+      }
+      s += "\n";
+    }
+  }
   if (!r.metrics_note.empty()) s += "  (server metrics: " + r.metrics_note + ")\n";
   return s;
 }

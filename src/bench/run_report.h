@@ -11,6 +11,11 @@
 //         last response complete; per GPU divides by n_gpus
 //   prefix-cache hit rate: the server's hit/query token counters over the run, else the mean of
 //         its hit-rate gauge; KV-cache usage: mean and max of the samples taken during the load
+//   speculative decoding: the server's counters over the run (last scrape minus first): draft
+//         tokens verified and accepted, acceptance rate = accepted / drafted, accept length =
+//         1 + accepted / drafting steps (tokens a drafting step yields per sequence; steps from
+//         vLLM's num_drafts, else the drafts at position 0), and per draft position i the rate
+//         accepted_i / drafted_i (a draft is accepted only after every one before it)
 #pragma once
 
 #include "bench/load_driver.h"
@@ -24,6 +29,14 @@
 #include <vector>
 
 namespace deepinfer::bench {
+
+struct SpeculativeFigures {
+  double draft_tokens = 0;
+  double accepted_tokens = 0;
+  std::optional<double> acceptance_rate;  // null without drafts
+  std::optional<double> accept_length;    // null without drafts or a count of drafting steps
+  std::vector<double> draft_tokens_at, accepted_tokens_at;  // [position], where the server counts them
+};
 
 struct RunReport {
   std::string label;
@@ -41,6 +54,7 @@ struct RunReport {
   double output_tokens_per_s_per_gpu = 0;
   Percentiles ttft_ms, tpot_ms, itl_ms, e2e_ms, user_tokens_per_s;
   std::optional<double> prefix_cache_hit_rate, kv_usage_mean, kv_usage_max;
+  std::optional<SpeculativeFigures> speculative;  // absent where the server counts no drafts
   std::string metrics_note;  // why server metrics are missing, if they are
 };
 

@@ -6,7 +6,10 @@
 namespace deepinfer::bench {
 namespace {
 
-enum class Field { kNone, kKvUsage, kQueries, kHits, kPromptTokens, kCachedPromptTokens, kHitRate };
+enum class Field {
+  kNone, kKvUsage, kQueries, kHits, kPromptTokens, kCachedPromptTokens, kHitRate,
+  kSpecDraftTokens, kSpecAcceptedTokens, kSpecDrafts, kSpecDraftTokensAt, kSpecAcceptedTokensAt
+};
 
 // Whether `name` is `suffix` or ends in "_" or ":" followed by it.
 bool named(std::string_view name, std::string_view suffix) {
@@ -30,6 +33,14 @@ Field classify(std::string_view name) {
   if (named(name, "cached_prompt_tokens")) return Field::kCachedPromptTokens;
   if (named(name, "prompt_tokens")) return Field::kPromptTokens;
   if (named(name, "cache_hit_rate")) return Field::kHitRate;  // also prefix_cache_hit_rate
+  if (named(name, "spec_decode_draft_tokens_per_pos")) return Field::kSpecDraftTokensAt;
+  if (named(name, "spec_decode_accepted_tokens_per_pos") || named(name, "spec_decode_num_accepted_tokens_per_pos"))
+    return Field::kSpecAcceptedTokensAt;
+  if (named(name, "spec_decode_draft_tokens") || named(name, "spec_decode_num_draft_tokens"))
+    return Field::kSpecDraftTokens;
+  if (named(name, "spec_decode_accepted_tokens") || named(name, "spec_decode_num_accepted_tokens"))
+    return Field::kSpecAcceptedTokens;
+  if (named(name, "spec_decode_num_drafts")) return Field::kSpecDrafts;
   return Field::kNone;
 }
 
@@ -41,10 +52,33 @@ struct Accumulator {
   std::optional<double> mean() const { return n ? std::optional<double>(sum / n) : std::nullopt; }
 };
 
+// The value of label position="i" in a {labels} block, or -1 (absent, or not a small index).
+int position_label(std::string_view labels) {
+  constexpr std::string_view kKey = "position=\"";
+  size_t at = labels.find(kKey);
+  while (at != std::string_view::npos && at > 0 && labels[at - 1] != '{' && labels[at - 1] != ',' &&
+         labels[at - 1] != ' ')
+    at = labels.find(kKey, at + 1);  // not a label named e.g. "token_position"
+  if (at == std::string_view::npos) return -1;
+  int value = 0, n_digits = 0;
+  for (size_t i = at + kKey.size(); i < labels.size() && labels[i] != '"'; ++i, ++n_digits) {
+    if (labels[i] < '0' || labels[i] > '9' || n_digits >= 4) return -1;
+    value = value * 10 + (labels[i] - '0');
+  }
+  return n_digits > 0 ? value : -1;
+}
+
+void add_at(std::vector<double>& v, int position, double value) {
+  if (position < 0) return;
+  if (v.size() <= size_t(position)) v.resize(size_t(position) + 1, 0.0);
+  v[size_t(position)] += value;
+}
+
 }  // namespace
 
 ServerMetrics parse_server_metrics(std::string_view text) {
-  Accumulator kv, queries, hits, prompt, cached, hit_rate;
+  Accumulator kv, queries, hits, prompt, cached, hit_rate, spec_drafted, spec_accepted, spec_drafts;
+  std::vector<double> drafted_at, accepted_at;
   while (!text.empty()) {
     const size_t eol = text.find('\n');
     std::string_view line = text.substr(0, eol);
@@ -56,9 +90,11 @@ ServerMetrics parse_server_metrics(std::string_view text) {
     const Field field = classify(line.substr(0, name_end));
     if (field == Field::kNone) continue;
     size_t value_start = name_end;
+    std::string_view labels;
     if (line[name_end] == '{') {
       const size_t close = line.find('}', name_end);
       if (close == std::string_view::npos) continue;
+      labels = line.substr(name_end, close + 1 - name_end);
       value_start = close + 1;
     }
     std::string_view rest = line.substr(value_start);
@@ -74,11 +110,22 @@ ServerMetrics parse_server_metrics(std::string_view text) {
       case Field::kPromptTokens: prompt.add(value); break;
       case Field::kCachedPromptTokens: cached.add(value); break;
       case Field::kHitRate: hit_rate.add(value); break;
+      case Field::kSpecDraftTokens: spec_drafted.add(value); break;
+      case Field::kSpecAcceptedTokens: spec_accepted.add(value); break;
+      case Field::kSpecDrafts: spec_drafts.add(value); break;
+      case Field::kSpecDraftTokensAt: add_at(drafted_at, position_label(labels), value); break;
+      case Field::kSpecAcceptedTokensAt: add_at(accepted_at, position_label(labels), value); break;
       case Field::kNone: break;
     }
   }
   if (!queries.n && !hits.n && cached.n) queries = prompt, hits = cached;
-  return ServerMetrics{kv.mean(), queries.total(), hits.total(), hit_rate.mean()};
+  ServerMetrics m{kv.mean(), queries.total(), hits.total(), hit_rate.mean()};
+  m.spec_draft_tokens = spec_drafted.total();
+  m.spec_accepted_tokens = spec_accepted.total();
+  m.spec_drafts = spec_drafts.total();
+  m.spec_draft_tokens_at = std::move(drafted_at);
+  m.spec_accepted_tokens_at = std::move(accepted_at);
+  return m;
 }
 
 }  // namespace deepinfer::bench

@@ -70,5 +70,60 @@ TEST(RunReportTest, ServerMetricsOverTheRun) {
   EXPECT_NE(format_report(none).find("http_404"), std::string::npos);
 }
 
+// Speculative figures are the server's counters over the run: last scrape minus first. Accept
+// length counts drafting steps by the drafts at position 0 (DeepInfer) or by num_drafts (vLLM).
+TEST(RunReportTest, SpeculativeFiguresOverTheRun) {
+  LoadResult result;
+  result.duration_s = 10;
+  result.records = {request(0.1, 0.01, 2, 10)};
+  auto sample = [](double t, double drafted, double accepted, std::vector<double> drafted_at,
+                   std::vector<double> accepted_at) {
+    ServerMetrics m;
+    m.spec_draft_tokens = drafted;
+    m.spec_accepted_tokens = accepted;
+    m.spec_draft_tokens_at = std::move(drafted_at);
+    m.spec_accepted_tokens_at = std::move(accepted_at);
+    return MetricsSample{t, m};
+  };
+  // Before: 10 steps of 2 drafts, 12 accepted. During: 40 steps, 30 of them with a 2nd and 3rd
+  // draft (100 drafts), 40 + 20 + 10 = 70 accepted.
+  result.metrics = {sample(0, 20, 12, {10, 10}, {8, 4}), sample(5, 50, 30, {30, 15, 5}, {20, 8, 2}),
+                    sample(11, 120, 82, {50, 40, 30}, {48, 24, 10})};
+  const RunReport r = make_report(result, "x", {}, 1);
+  ASSERT_TRUE(r.speculative);
+  EXPECT_DOUBLE_EQ(r.speculative->draft_tokens, 100);
+  EXPECT_DOUBLE_EQ(r.speculative->accepted_tokens, 70);
+  EXPECT_DOUBLE_EQ(*r.speculative->acceptance_rate, 0.7);
+  EXPECT_DOUBLE_EQ(*r.speculative->accept_length, 1 + 70.0 / 40);
+  const nlohmann::json j = to_json(r)["server"]["speculative"];
+  EXPECT_EQ(j["draft_tokens"], 100);
+  EXPECT_EQ(j["per_position"].size(), 3u);
+  EXPECT_EQ(j["per_position"][1]["draft_tokens"], 30);
+  EXPECT_DOUBLE_EQ(j["per_position"][1]["acceptance_rate"].get<double>(), 20.0 / 30);
+  EXPECT_EQ(j["per_position"][2]["draft_tokens"], 30);  // absent before: counted from 0
+  const std::string text = format_report(r);
+  EXPECT_NE(text.find("Speculative drafts / accepted      100 / 70  (70.0 %)"), std::string::npos) << text;
+  EXPECT_NE(text.find("Accept length (tokens/draft step)  2.75"), std::string::npos) << text;
+  EXPECT_NE(text.find("100.0% 66.7% 33.3%"), std::string::npos) << text;
+
+  // vLLM: drafting steps from num_drafts; no per-position drafts.
+  for (auto& s : result.metrics) s.metrics.spec_draft_tokens_at.clear();
+  result.metrics.front().metrics.spec_drafts = 5;
+  result.metrics.back().metrics.spec_drafts = 40;
+  EXPECT_DOUBLE_EQ(*make_report(result, "x", {}, 1).speculative->accept_length, 3.0);
+
+  // No drafts during the run: counts 0, rates null; no counters at all: no figures.
+  result.metrics = {sample(0, 20, 12, {}, {}), sample(11, 20, 12, {}, {})};
+  const RunReport idle = make_report(result, "x", {}, 1);
+  EXPECT_DOUBLE_EQ(idle.speculative->draft_tokens, 0);
+  EXPECT_FALSE(idle.speculative->acceptance_rate);
+  EXPECT_TRUE(to_json(idle)["server"]["speculative"]["accept_length"].is_null());
+  for (auto& s : result.metrics) s.metrics = ServerMetrics{};
+  const RunReport plain = make_report(result, "x", {}, 1);
+  EXPECT_FALSE(plain.speculative);
+  EXPECT_TRUE(to_json(plain)["server"]["speculative"].is_null());
+  EXPECT_EQ(format_report(plain).find("Speculative"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace deepinfer::bench

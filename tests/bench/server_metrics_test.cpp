@@ -45,5 +45,42 @@ TEST(ServerMetricsTest, ReadsOtherEnginesNames) {
   EXPECT_TRUE(parse_server_metrics("# nothing\nprocess_cpu_seconds_total 12\ngarbage line\nvllm:kv_cache_usage_perc NaN\nmy_token_usage_total_x 1\n").empty());
 }
 
+// Speculative counters, with their per-position label, as DeepInfer's /metrics writes them and as
+// vLLM names them.
+TEST(ServerMetricsTest, ReadsSpeculativeCounters) {
+  const ServerMetrics m = parse_server_metrics(
+      "# TYPE deepinfer_spec_decode_draft_tokens_total counter\n"
+      "deepinfer_spec_decode_draft_tokens_total 90\n"
+      "deepinfer_spec_decode_accepted_tokens_total 40\n"
+      "deepinfer_spec_decode_draft_tokens_per_pos_total{position=\"0\"} 50\n"
+      "deepinfer_spec_decode_draft_tokens_per_pos_total{position=\"1\"} 40\n"
+      "deepinfer_spec_decode_accepted_tokens_per_pos_total{position=\"0\"} 30\n"
+      "deepinfer_spec_decode_accepted_tokens_per_pos_total{position=\"1\"} 10\n");
+  EXPECT_DOUBLE_EQ(*m.spec_draft_tokens, 90);
+  EXPECT_DOUBLE_EQ(*m.spec_accepted_tokens, 40);
+  EXPECT_FALSE(m.spec_drafts);
+  EXPECT_EQ(m.spec_draft_tokens_at, (std::vector<double>{50, 40}));
+  EXPECT_EQ(m.spec_accepted_tokens_at, (std::vector<double>{30, 10}));
+  EXPECT_FALSE(m.empty());
+
+  const ServerMetrics v = parse_server_metrics(
+      "vllm:spec_decode_num_drafts_total{engine=\"0\",model_name=\"m\"} 7.0\n"
+      "vllm:spec_decode_num_draft_tokens_total{engine=\"0\",model_name=\"m\"} 21.0\n"
+      "vllm:spec_decode_num_accepted_tokens_total{engine=\"0\",model_name=\"m\"} 9.0\n"
+      "vllm:spec_decode_num_accepted_tokens_per_pos_total{engine=\"0\",model_name=\"m\",position=\"2\"} 1.0\n"
+      "vllm:spec_decode_num_accepted_tokens_per_pos_total{engine=\"1\",model_name=\"m\",position=\"2\"} 1.0\n"
+      "vllm:spec_decode_num_accepted_tokens_per_pos_total{engine=\"0\",token_position=\"1\"} 5.0\n");
+  EXPECT_DOUBLE_EQ(*v.spec_drafts, 7);
+  EXPECT_DOUBLE_EQ(*v.spec_draft_tokens, 21);
+  EXPECT_DOUBLE_EQ(*v.spec_accepted_tokens, 9);
+  EXPECT_EQ(v.spec_accepted_tokens_at, (std::vector<double>{0, 0, 2}));  // summed over engines
+  EXPECT_TRUE(v.spec_draft_tokens_at.empty());
+  // Positions that are not small indices are skipped.
+  EXPECT_TRUE(parse_server_metrics("x_spec_decode_accepted_tokens_per_pos{position=\"99999\"} 1\n"
+                                   "x_spec_decode_accepted_tokens_per_pos{position=\"-1\"} 1\n"
+                                   "x_spec_decode_accepted_tokens_per_pos{position=\"\"} 1\n")
+                  .spec_accepted_tokens_at.empty());
+}
+
 }  // namespace
 }  // namespace deepinfer::bench
