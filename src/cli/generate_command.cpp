@@ -152,6 +152,7 @@ int run_generate(GenerateFlags& f) {
   if (Status s = (*engine)->health(); !s.ok()) return fail(s.message());
   engine->reset();  // an expert-parallel engine returns once every rank's has finished
   if (*ep) {
+    std::fprintf(stderr, "deepinfer: %s\n", (*ep)->summary().c_str());
     auto all = (*ep)->group().gather_to_root(printed.dump());
     if (!all.ok()) return fail(all.status().message());
     printed = nlohmann::json::array();

@@ -2,7 +2,9 @@
 
 #include <mpi.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <string>
 
 namespace deepinfer {
@@ -45,6 +47,25 @@ Result<std::unique_ptr<EpRuntime>> EpRuntime::start(int expert_parallel, double 
     return Status::Error(flag + ": must equal the number of MPI processes, which is " +
                          std::to_string(rt->group_->size()));
   return rt;
+}
+
+std::string EpRuntime::summary() const {
+  std::string rss = "?", hwm = "?";
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    const auto value = [&] { return line.substr(line.find_first_not_of(" \t", 6)); };
+    if (line.rfind("VmRSS:", 0) == 0) rss = value();
+    if (line.rfind("VmHWM:", 0) == 0) hwm = value();
+  }
+  const ExchangeStats s = group_->stats();
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "rank %d/%d: VmRSS %s (peak %s); %llu expert exchanges (+%llu count exchanges), %.3f MB sent to "
+                "other ranks, %.3f MB kept, %.3f s in exchanges; %llu step agreements",
+                rank(), size(), rss.c_str(), hwm.c_str(), static_cast<unsigned long long>(s.n_exchanges),
+                static_cast<unsigned long long>(s.n_counts), double(s.bytes_sent) / 1e6, double(s.bytes_to_self) / 1e6,
+                s.seconds_exchanging, static_cast<unsigned long long>(s.n_agreements));
+  return buf;
 }
 
 EpRuntime::~EpRuntime() {

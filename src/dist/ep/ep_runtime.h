@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "core/status.h"
 #include "dist/ep/mpi_group.h"
@@ -30,6 +31,9 @@ class EpRuntime {
   MpiGroup& group() { return *group_; }
   int rank() const { return group_->rank(); }
   int size() const { return group_->size(); }
+  // One line for the log: this rank, its resident memory (VmRSS and peak VmHWM) and what its
+  // exchanges cost (ExchangeStats).
+  std::string summary() const;
 
  private:
   EpRuntime() = default;

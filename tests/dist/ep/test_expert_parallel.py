@@ -1,0 +1,124 @@
+"""`deepinfer generate --expert-parallel N` under mpirun: rank 0 prints exactly what one process
+prints (ids and logprobs, bitwise) on the golden fixtures and a V2-Lite-shaped checkpoint, for
+one prompt and for a batch spread over the ranks, with both KV cache dtypes; resident memory per
+rank falls with N; bad setups are clear errors. The single-process outputs these are compared
+with are themselves checked against independent references in tests/model/test_golden.py."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+MPIRUN = shutil.which("mpirun")
+pytestmark = pytest.mark.skipif(MPIRUN is None, reason="mpirun is missing (scripts/setup.sh installs openmpi-bin)")
+
+ENV = dict(os.environ, OMP_NUM_THREADS="1")  # ranks share the machine's cores
+PROMPTS = [[5, 17, 300, 42, 9], [1, 2, 3], [900, 800, 700, 600, 500, 400, 300, 200, 100, 50, 25], [7],
+           [11, 12, 13, 14, 15, 16, 17], [3, 3, 3, 3]]
+
+
+def mpirun(n):
+    return [MPIRUN, "--allow-run-as-root", "--oversubscribe", "-np", str(n)]
+
+
+def generate(cmd, model, *extra, timeout=300):
+    out = subprocess.run(cmd + ["generate", "--model", str(model), "--temperature", "0", "--ignore-eos", "--json",
+                                "--kv-cache-memory", "64000000", *extra],
+                         capture_output=True, text=True, timeout=timeout, env=ENV)
+    return out
+
+
+def prompts_file(tmp_path, prompts):
+    path = tmp_path / "prompts.jsonl"
+    path.write_text("".join(json.dumps({"prompt_ids": p}) + "\n" for p in prompts))
+    return str(path)
+
+
+@pytest.mark.parametrize("model", ["tiny-v2", "tiny-v3", "tiny-v3-fp8"])
+@pytest.mark.parametrize("kv", ["bf16", "fp8"])
+def test_generate_is_bitwise_the_single_process(deepinfer_bin, tmp_path, model, kv):
+    path = ROOT / "tests" / "data" / "models" / model
+    batch = prompts_file(tmp_path, PROMPTS)
+    for args in (["--prompt-ids", "5,17,300,42,9", "--max-tokens", "12"], ["--prompts-file", batch, "--max-tokens", "10"]):
+        args = args + ["--kv-cache-dtype", kv]
+        single = generate([deepinfer_bin], path, *args)
+        assert single.returncode == 0, single.stderr
+        assert single.stdout.count("\n") == (1 if "--prompt-ids" in args else len(PROMPTS))
+        for n in (2, 4):
+            ep = generate(mpirun(n) + [deepinfer_bin], path, *args, "--expert-parallel", str(n))
+            assert ep.returncode == 0, ep.stderr
+            assert ep.stdout == single.stdout, f"{n} ranks, {args}"
+            assert len(re.findall(r"rank \d/\d: VmRSS", ep.stderr)) == n
+
+
+def test_chunked_prefill_and_prefix_cache_across_ranks(deepinfer_bin, tmp_path):
+    """Prompts sharing a prefix, in chunks of 8 tokens per step: every rank's scheduler and cache
+    work as alone while the MoE layers run across ranks."""
+    path = ROOT / "tests" / "data" / "models" / "tiny-v3"
+    prefix = list(range(40, 80))
+    prompts = [prefix + [i, i + 1] for i in range(2, 9)]
+    args = ["--prompts-file", prompts_file(tmp_path, prompts), "--max-tokens", "6", "--max-num-batched-tokens", "8",
+            "--block-size", "16"]
+    single = generate([deepinfer_bin], path, *args)
+    assert single.returncode == 0, single.stderr
+    ep = generate(mpirun(3) + [deepinfer_bin], path, *args, "--expert-parallel", "3")
+    assert ep.returncode == 0, ep.stderr
+    assert ep.stdout == single.stdout
+
+
+@pytest.fixture(scope="module")
+def v2_lite(tmp_path_factory):
+    """V2-Lite's shapes (hidden 2048, 64 routed experts of 1408, 6 per token, 2 shared), one dense
+    and two MoE layers."""
+    out = tmp_path_factory.mktemp("v2-lite")
+    subprocess.run([sys.executable, str(ROOT / "tools" / "make_checkpoint.py"), str(out), "--preset", "v2-lite",
+                    "--layers", "3", "--seed", "5"], check=True, capture_output=True, timeout=600)
+    return out
+
+
+def peak_rss_kb(stderr):
+    return [int(kb) for kb in re.findall(r"VmRSS [0-9]+ kB \(peak ([0-9]+) kB\)", stderr)]
+
+
+def test_v2_lite_shaped_bitwise_and_memory_falls_with_ranks(deepinfer_bin, tmp_path, v2_lite):
+    args = ["--prompts-file", prompts_file(tmp_path, PROMPTS[:4]), "--max-tokens", "4"]
+    single = generate([deepinfer_bin], v2_lite, *args, timeout=600)
+    assert single.returncode == 0, single.stderr
+    peaks = {}
+    for n in (2, 4):
+        ep = generate(mpirun(n) + [deepinfer_bin], v2_lite, *args, "--expert-parallel", str(n), timeout=600)
+        assert ep.returncode == 0, ep.stderr
+        assert ep.stdout == single.stdout, f"{n} ranks"
+        peaks[n] = peak_rss_kb(ep.stderr)
+        assert len(peaks[n]) == n
+    # Two MoE layers hold 2 x 64 x 3 x 2048 x 1408 bf16 = 2.2 GB of experts: each rank of 4 maps
+    # half of what a rank of 2 does, so at least ~0.5 GB less (everything else is the same).
+    assert max(peaks[4]) < min(peaks[2]) - 400_000, peaks
+
+
+def test_expert_parallel_without_mpirun_is_a_clear_error(deepinfer_bin):
+    path = ROOT / "tests" / "data" / "models" / "tiny-v3"
+    out = generate([deepinfer_bin], path, "--prompt-ids", "1,2", "--expert-parallel", "2")
+    assert out.returncode == 1
+    assert "--expert-parallel 2: start 2 processes with mpirun -np 2" in out.stderr
+
+
+def test_rank_count_mismatch_is_a_clear_error(deepinfer_bin):
+    path = ROOT / "tests" / "data" / "models" / "tiny-v3"
+    out = generate(mpirun(2) + [deepinfer_bin], path, "--prompt-ids", "1,2", "--expert-parallel", "3")
+    assert out.returncode != 0
+    assert "--expert-parallel 3: must equal the number of MPI processes, which is 2" in out.stderr
+    out = generate(mpirun(2) + [deepinfer_bin], path, "--prompt-ids", "1,2")
+    assert "--expert-parallel 1: must equal the number of MPI processes, which is 2" in out.stderr
+
+
+def test_models_without_expert_parallelism_refuse_it(deepinfer_bin):
+    path = ROOT / "tests" / "data" / "models" / "tiny-v4"
+    out = generate(mpirun(2) + [deepinfer_bin], path, "--prompt-ids", "1,2", "--expert-parallel", "2")
+    assert out.returncode != 0
+    assert "DeepseekV4ForCausalLM does not run expert-parallel yet" in out.stderr
