@@ -72,6 +72,11 @@ std::string KvCacheInfo::describe() const {
   return s + buf;
 }
 
+int window_blocks_per_sequence(const KvKindSpec& kind, int block_size, int max_num_batched_tokens) {
+  DI_CHECK(kind.lookback > 0 && block_size > 0 && max_num_batched_tokens > 0);
+  return (kind.lookback + block_size - 1) / block_size + 2 + (max_num_batched_tokens + block_size - 1) / block_size;
+}
+
 Result<std::vector<int>> kv_blocks_for_budget(const std::vector<KvKindSpec>& kinds, int block_size, size_t bytes_budget,
                                               int max_num_seqs, int max_num_batched_tokens) {
   DI_CHECK(!kinds.empty() && block_size > 0 && max_num_seqs > 0 && max_num_batched_tokens > 0);
@@ -81,10 +86,9 @@ Result<std::vector<int>> kv_blocks_for_budget(const std::vector<KvKindSpec>& kin
   for (size_t k = 0; k < kinds.size(); ++k) {
     DI_CHECK(block_bytes(k) > 0);
     if (kinds[k].lookback > 0) {
-      const int per_seq = (kinds[k].lookback + block_size - 1) / block_size + 2;
       const int chunk = (max_num_batched_tokens + block_size - 1) / block_size;
-      n_blocks[k] = max_num_seqs * per_seq + chunk;
-      least[k] = per_seq + chunk;
+      least[k] = window_blocks_per_sequence(kinds[k], block_size, max_num_batched_tokens);
+      n_blocks[k] = max_num_seqs * (least[k] - chunk) + chunk;
       demand_bytes += size_t(n_blocks[k]) * block_bytes(k);
       least_bytes += size_t(least[k]) * block_bytes(k);
     } else {

@@ -45,6 +45,10 @@ struct KvCacheInfo {
   std::string describe() const;
 };
 
+// Blocks of a lookback kind that one sequence holds at the most: its lookback and the block being
+// written, plus a step's worth of prefill tokens (max_num_batched_tokens). Precondition: lookback > 0.
+int window_blocks_per_sequence(const KvKindSpec& kind, int block_size, int max_num_batched_tokens);
+
 // Blocks per kind for a byte budget: each lookback kind gets what max_num_seqs sequences hold at
 // once (their lookback and the block being written, plus a step's worth of prefill tokens), up to
 // half the budget together (then proportionally fewer, never less than one sequence needs); the

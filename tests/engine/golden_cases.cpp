@@ -9,6 +9,7 @@
 #include <omp.h>
 
 #include "core/check.h"
+#include "engine/kv_cache.h"
 #include "model/loader.h"
 
 namespace deepinfer::test {
@@ -75,8 +76,7 @@ size_t kv_budget_for_tokens(const CausalLM& model, const EngineOptions& o, int n
   size_t one_sequence_windows = 0;  // what kv_blocks_for_budget gives windows at the least
   for (const KvKindSpec& k : *kinds) {
     if (k.lookback == 0) continue;
-    const int blocks = (k.lookback + o.block_size - 1) / o.block_size + 2 +
-                       (o.max_num_batched_tokens + o.block_size - 1) / o.block_size;
+    const int blocks = window_blocks_per_sequence(k, o.block_size, o.max_num_batched_tokens);
     one_sequence_windows += size_t(blocks) * size_t(k.n_slabs) * k.bytes_per_block;
   }
   return one_sequence_windows > 0 ? 2 * std::max(full, one_sequence_windows) : full;
