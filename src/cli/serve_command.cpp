@@ -19,6 +19,7 @@
 
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
+#include "dist/pd/pd_role.h"
 #include "chat/prompt_format.h"
 #include "core/mapped_file.h"
 #include "model/loader.h"
@@ -34,6 +35,8 @@ struct ServeFlags {
   ServeOptions serve;
   EngineFlags engine;
   double shutdown_timeout_seconds = 30;
+  std::string role = "both";  // prefill/decode disaggregation (dist/pd)
+  pd::PdOptions pd;
 };
 
 int fail(const std::string& message) {
@@ -60,6 +63,8 @@ bool declares_chat_template(const std::string& model_dir) {
 
 int run_serve(ServeFlags& f) {
   if (Status s = f.engine.resolve(); !s.ok()) return fail(s.message());
+  const std::optional<pd::PdRole> role = pd::parse_pd_role(f.role);
+  if (!role) return fail("--role: '" + f.role + "' is not prefill, decode or both");
   // Signals go to the main thread's sigwait only: block them before any thread starts.
   sigset_t signals;
   sigemptyset(&signals);
@@ -102,6 +107,9 @@ int run_serve(ServeFlags& f) {
   }
   auto engine = Engine::create(std::move(model).value(), f.engine.options);
   if (!engine.ok()) return fail(engine.status().message());
+  auto pd_runtime = pd::PdRuntime::start(*role, **engine, f.engine.options.enable_prefix_caching, service, f.pd);
+  if (!pd_runtime.ok()) return fail(pd_runtime.status().message());
+  if (*role != pd::PdRole::kBoth) std::fprintf(stderr, "deepinfer: role %s\n", f.role.c_str());
   service.attach(engine.value().get(), std::move(tokenizer).value(), std::move(chat_template));
   std::fprintf(stderr, "deepinfer: ready, serving '%s'\n", f.serve.served_model_name.c_str());
 
@@ -123,6 +131,7 @@ int run_serve(ServeFlags& f) {
   }
   (*server)->stop();
   service.stop_workers();
+  pd_runtime->reset();  // releases its pins on the engine, which must still exist
   std::fprintf(stderr, "deepinfer: stopped\n");
   return 0;
 }
@@ -157,6 +166,20 @@ void add_serve_command(CLI::App& app, Runner& run) {
   cmd->add_option("--max-n", f->serve.limits.max_n, "Largest 'n'")->capture_default_str();
   cmd->add_option("--max-stop-strings", f->serve.limits.max_stop_strings, "Most 'stop' strings")->capture_default_str();
   cmd->add_option("--max-prompts", f->serve.limits.max_prompts, "Most prompts in one completions request")
+      ->capture_default_str();
+  cmd->add_option("--role", f->role,
+                  "both: a whole server; prefill/decode: one side of prefill/decode disaggregation behind "
+                  "`deepinfer router` (decode workers have prompts computed by the prefill worker named in "
+                  "X-DeepInfer-Prefill-Url, the KV moved by UCX)")
+      ->capture_default_str();
+  cmd->add_option("--pd-min-prefill-tokens", f->pd.min_prefill_tokens,
+                  "Decode: prompts shorter than this are computed here, skipping the prefill worker")
+      ->capture_default_str();
+  cmd->add_option("--pd-timeout", f->pd.timeout_seconds,
+                  "Decode: seconds a remote prefill may take (else 503 with X-DeepInfer-Retry: prefill)")
+      ->capture_default_str();
+  cmd->add_option("--pd-lease", f->pd.lease_seconds,
+                  "Prefill: seconds computed blocks stay pinned for the decode worker to read")
       ->capture_default_str();
   f->engine.add_to(*cmd);
   cmd->callback([&run, f] { run = [f] { return run_serve(*f); }; });

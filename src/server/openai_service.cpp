@@ -43,8 +43,10 @@ bool constant_time_equal(const std::string& a, const std::string& b) {
 // Records each response's status in the metrics, by endpoint.
 class CountingResponder final : public HttpResponder {
  public:
-  CountingResponder(std::shared_ptr<HttpResponder> inner, ServerMetrics& m, std::string endpoint)
-      : inner_(std::move(inner)), metrics_(m), endpoint_(std::move(endpoint)) {}
+  CountingResponder(std::shared_ptr<HttpResponder> inner, ServerMetrics& m, std::string endpoint, std::string prefill_url)
+      : inner_(std::move(inner)), metrics_(m), endpoint_(std::move(endpoint)), prefill_url_(std::move(prefill_url)) {}
+  // The request's X-DeepInfer-Prefill-Url ("" without one): where the router has its prompt computed.
+  const std::string& prefill_url() const { return prefill_url_; }
   void send(int status, const std::string& type, std::string body, HttpHeaders h) override {
     answered_.store(true);
     metrics_.count_request(endpoint_, status);
@@ -65,6 +67,7 @@ class CountingResponder final : public HttpResponder {
   std::shared_ptr<HttpResponder> inner_;
   ServerMetrics& metrics_;
   std::string endpoint_;
+  std::string prefill_url_;
   std::atomic<bool> answered_{false};
 };
 
@@ -147,7 +150,8 @@ void OpenAiService::fail(const std::shared_ptr<HttpResponder>& res, const ApiErr
 
 void OpenAiService::handle(HttpRequest request, std::shared_ptr<HttpResponder> responder) {
   std::string path = request.target.substr(0, request.target.find('?'));
-  auto res = std::make_shared<CountingResponder>(std::move(responder), metrics_, endpoint_of(path));
+  auto res = std::make_shared<CountingResponder>(std::move(responder), metrics_, endpoint_of(path),
+                                                 request.header(kPrefillUrlHeader));
   // Bodies are parsed, rendered and tokenized on the request workers, so that a large one never
   // delays the network threads (and /health, /metrics with them).
   if (request.method == "POST" && !request.body.empty()) {
@@ -202,8 +206,11 @@ void OpenAiService::route(const HttpRequest& req, const std::shared_ptr<HttpResp
       g.spec_accepted_at.assign(s.n_accepted_at.begin(), s.n_accepted_at.end());
     }
     if (open_connections_) g.open_connections = open_connections_();
-    return res->send(200, "text/plain; version=0.0.4; charset=utf-8", metrics_.render(g));
+    std::string text = metrics_.render(g);
+    if (state_.load() != State::kLoading && pd_.metrics) text += pd_.metrics();
+    return res->send(200, "text/plain; version=0.0.4; charset=utf-8", std::move(text));
   }
+  if (path.starts_with("/internal/pd/") && state_.load() == State::kReady && pd_.route) return pd_.route(req, res, path);
   static const char* kPost[] = {"/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize"};
   bool known_post = false;
   for (const char* k : kPost) known_post |= path == k;
@@ -412,14 +419,38 @@ void OpenAiService::start(std::shared_ptr<GenerationJob> job, const std::shared_
     job->set_deadline(GenerationJob::Clock::now() +
                       std::chrono::milliseconds(int64_t(options_.request_timeout_seconds * 1000)));
 
+  // Prefill/decode: the prompts' leading blocks from the prefill worker the router named, before
+  // any byte of the answer goes out (a failure is a 503 the router may retry elsewhere).
+  std::vector<std::vector<PinnedBlock>> pins(setup.prompts.size());
+  auto unpin_from = [&](size_t first) {
+    for (size_t j = first; j < pins.size(); ++j)
+      if (!pins[j].empty()) engine_->post([p = std::move(pins[j])](EngineCore& core) { core.unpin(p); });
+  };
+  const std::string& prefill_url = static_cast<const CountingResponder&>(*res).prefill_url();
+  if (pd_.fetch_prefix && !prefill_url.empty()) {
+    for (size_t i = 0; i < setup.prompts.size(); ++i) {
+      auto fetched = pd_.fetch_prefix(prefill_url, setup.prompts[i].ids, [res] { return res->disconnected(); });
+      if (!fetched.ok()) {
+        unpin_from(0);
+        const Status& st = fetched.status();
+        if (!st.field().empty()) return fail(res, api_error(400, st.message(), "invalid_request_error", st.field()));
+        return fail(res, api_error(503, "the remote prefill failed: " + st.message(), "service_unavailable", "", "prefill_failed"),
+                    {{"X-DeepInfer-Retry", "prefill"}});
+      }
+      pins[i] = std::move(fetched).value();
+    }
+  }
+
   std::weak_ptr<GenerationJob> weak = job;
   std::vector<RequestHandle> handles;
-  for (const auto& p : setup.prompts) {
+  for (size_t i = 0; i < setup.prompts.size(); ++i) {
+    const auto& p = setup.prompts[i];
     Request request{p.ids, setup.options.sampling, priority};
-    auto handle = engine_->submit(std::move(request), [this, weak] {
+    auto handle = engine_->submit_pinned(std::move(request), std::move(pins[i]), [this, weak] {
       if (auto j = weak.lock()) pump_.notify(j);
     });
     if (!handle.ok()) {
+      unpin_from(i + 1);
       for (auto& h : handles) engine_->abort(h.id());
       std::string field = handle.status().field();
       if (field == "prompt" && setup.kind == GenerationJob::Kind::kChat) field = "messages";

@@ -27,6 +27,7 @@
 #include "server/metrics.h"
 #include "server/openai_request.h"
 #include "server/output_pump.h"
+#include "server/pd_hooks.h"
 #include "server/request_workers.h"
 #include "server/tool_choice.h"
 #include "tokenizer/tokenizer.h"
@@ -63,6 +64,8 @@ class OpenAiService {
   size_t n_active() const { return pump_.n_active(); }
   void abort_all(const std::string& reason) { pump_.abort_all(reason); }
   void set_open_connections(std::function<size_t()> fn) { open_connections_ = std::move(fn); }
+  // Prefill/decode disaggregation (pd_hooks.h); set before attach(), not after.
+  void set_pd(PdHooks hooks) { pd_ = std::move(hooks); }
 
   void handle(HttpRequest request, std::shared_ptr<HttpResponder> responder);
   // Counts a request the HTTP layer refused before it reached handle() (413, 431, 400).
@@ -102,6 +105,7 @@ class OpenAiService {
   ServerMetrics metrics_;
   OutputPump pump_;
   std::function<size_t()> open_connections_;
+  PdHooks pd_;
   std::atomic<uint64_t> next_id_{0};
   RequestWorkers workers_;  // last member: joined first, while everything it uses still exists
 };
