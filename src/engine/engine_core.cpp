@@ -31,7 +31,8 @@ Result<std::unique_ptr<EngineCore>> EngineCore::create(CausalLM& model, const En
   DI_RETURN_IF_ERROR(options.validate());
   if (options.speculative == SpeculativeMethod::kMtp && !model.can_draft())
     return Status::Error("--speculative mtp: " + model.info().architecture +
-                         " has no MTP drafter here (DeepSeek-V4 checkpoints with an MTP block, loaded for drafting)");
+                         " has no MTP drafter here (DeepSeek-V2/V3 checkpoints with an MTP layer and DeepSeek-V4 ones "
+                         "with an MTP block, loaded for drafting)");
   DI_ASSIGN_OR_RETURN(const size_t budget, options.kv_cache_budget());
   DI_ASSIGN_OR_RETURN(const std::vector<KvKindSpec> kinds, model.kv_kinds(options.kv_cache_dtype, options.block_size));
   DI_ASSIGN_OR_RETURN(const std::vector<int> n_blocks,

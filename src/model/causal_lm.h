@@ -42,10 +42,10 @@ struct ModelOptions {
   // cache the attention scores are bf16 dot products too (queries rounded). Accuracy
   // against f32 is measured in bench/RESULTS.md; bitwise batch invariance holds either way.
   DType activation_dtype = DType::F32;
-  // Keep the state of the model's own draft predictor (DeepSeek-V4's MTP block) in extra cache
-  // kinds, so that draft() proposes speculative tokens. Off: the model keeps only what its
-  // forward needs. DeepSeek-V4: an error at load where the checkpoint has no MTP block; models
-  // without such a predictor ignore it (can_draft() stays false).
+  // Keep the state of the model's own draft predictor (DeepSeek-V2/V3's MTP layer, DeepSeek-V4's
+  // MTP block) in extra cache kinds, so that draft() proposes speculative tokens. Off: the model
+  // keeps only what its forward needs. DeepSeek-V2/V3 and V4: an error at load where the
+  // checkpoint has none; models without such a predictor ignore it (can_draft() stays false).
   bool mtp_drafting = false;
   // Expert parallelism (model/expert_group.h): this process is one rank of the group, binds only
   // the routed experts its slice holds, and runs every MoE layer's routed experts across the

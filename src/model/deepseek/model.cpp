@@ -50,7 +50,10 @@ Result<std::unique_ptr<DeepseekModel>> DeepseekModel::Load(const std::string& mo
     DI_ASSIGN_OR_RETURN(ExpertPlacement p, ExpertPlacement::contiguous(config.n_routed_experts, group->size(), group->rank()));
     placement = std::move(p);
   }
-  DI_ASSIGN_OR_RETURN(auto weights, DeepseekWeights::Bind(ckpt, config, model_dir, placement ? &*placement : nullptr));
+  if (options.mtp_drafting && placement)
+    return Status::Error("MTP drafting (--speculative mtp) does not run with expert parallelism");
+  DI_ASSIGN_OR_RETURN(auto weights, DeepseekWeights::Bind(ckpt, config, model_dir, placement ? &*placement : nullptr,
+                                                          options.mtp_drafting));
   if (options.activation_dtype != DType::F32 && options.activation_dtype != DType::BF16)
     return Status::Error("activation dtype must be f32 or bf16");
   if (options.activation_dtype == DType::BF16) weights->use_bf16_activations();
@@ -92,13 +95,16 @@ Result<std::vector<KvKindSpec>> DeepseekModel::kv_kinds(DType cache_dtype, int b
   latent.name = "latent";
   latent.n_slabs = config_.num_hidden_layers;
   latent.bytes_per_block = size_t(block_size) * cache_layout(cache_dtype).bytes_per_token();
-  return std::vector<KvKindSpec>{latent};
+  if (!can_draft()) return std::vector<KvKindSpec>{latent};
+  KvKindSpec mtp_latent{"mtp_latent", 1, latent.bytes_per_block, 0};
+  KvKindSpec mtp_hidden{"mtp_hidden", 1, size_t(block_size) * size_t(config_.hidden_size) * sizeof(float), 1};
+  return std::vector<KvKindSpec>{latent, mtp_latent, mtp_hidden};
 }
 
 void DeepseekModel::forward(const ForwardBatch& b, const KvCacheView& kv, float* logits) {
   const ModelConfig& c = config_;
   const int64_t n = int64_t(b.n_rows()), d = c.hidden_size;
-  DI_CHECK(kv.kinds.size() == 1 && kv.kinds[0].slab_base.size() == size_t(c.num_hidden_layers));
+  DI_CHECK(kv.kinds.size() == (can_draft() ? 3u : 1u) && kv.kinds[0].slab_base.size() == size_t(c.num_hidden_layers));
   DI_CHECK(b.positions.size() == b.n_rows());
   for (int64_t r = 0; r < n; ++r) {
     DI_CHECK(b.token_ids[size_t(r)] >= 0 && b.token_ids[size_t(r)] < c.vocab_size);
@@ -119,13 +125,13 @@ void DeepseekModel::forward(const ForwardBatch& b, const KvCacheView& kv, float*
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     const LayerWeights& L = weights_->layers[size_t(l)];
     backend_.rms_norm({x, d, h, d, n, d, L.input_norm.data(), float(c.rms_norm_eps)});
-    attention(l, b, kv, h, tmp);
+    attention(L.attn, b, kv.kinds[0].slab_base[size_t(l)], kv.dtype, kv.block_size, 0, h, tmp);
     add_into(x, tmp, size_t(n * d));
     backend_.rms_norm({x, d, h, d, n, d, L.post_attn_norm.data(), float(c.rms_norm_eps)});
-    if (L.is_moe) moe(L.moe, h, n, tmp);
-    else dense_mlp(L.mlp, h, n, c.intermediate_size, tmp);
+    ffn(L, h, n, tmp);
     add_into(x, tmp, size_t(n * d));
   }
+  if (can_draft()) mtp_store(b, kv, x);
 
   const int64_t n_out = int64_t(b.logit_rows.size());
   for (int64_t i = 0; i < n_out; ++i) {
@@ -136,9 +142,9 @@ void DeepseekModel::forward(const ForwardBatch& b, const KvCacheView& kv, float*
   backend_.linear({h, d, n_out, &weights_->lm_head, logits, c.vocab_size});
 }
 
-void DeepseekModel::attention(int layer, const ForwardBatch& b, const KvCacheView& kv, const float* h, float* out) {
+void DeepseekModel::attention(const MlaWeights& a, const ForwardBatch& b, uint8_t* cache, DType dtype,
+                              int block_size, int kind, const float* h, float* out) {
   const ModelConfig& c = config_;
-  const MlaWeights& a = weights_->layers[size_t(layer)].attn;
   const int64_t n = int64_t(b.n_rows()), d = c.hidden_size, H = c.num_attention_heads;
   const int64_t qk = c.qk_head_dim(), lat = c.kv_lora_rank, rd = c.qk_rope_head_dim;
   const float eps = float(c.rms_norm_eps);
@@ -161,21 +167,25 @@ void DeepseekModel::attention(int layer, const ForwardBatch& b, const KvCacheVie
   backend_.rope({kv_a + lat, lat + rd, 0, n, 1, int(rd), pos, rope_.inv_freq.data(), rope_.cos_sin_scale});
   backend_.rope({q + c.qk_nope_head_dim, H * qk, qk, n, int(H), int(rd), pos, rope_.inv_freq.data(), rope_.cos_sin_scale});
 
-  uint8_t* cache = kv.kinds[0].slab_base[size_t(layer)];
-  const MlaCacheLayout layout = cache_layout(kv.dtype);
-  backend_.mla_kv_store({latent, lat, kv_a + lat, lat + rd, &b, cache, layout, kv.block_size, 0});
+  const MlaCacheLayout layout = cache_layout(dtype);
+  backend_.mla_kv_store({latent, lat, kv_a + lat, lat + rd, &b, cache, layout, block_size, kind});
 
   float* q_latent = sized(s_.q_latent, size_t(n * H * lat));
   backend_.mla_absorb_query({q, H * qk, qk, n, &a.kv_b_proj, int(H), c.qk_nope_head_dim, c.v_head_dim, q_latent});
   float* o_latent = sized(s_.o_latent, size_t(n * H * lat));
   // With bf16 activations and a bf16 cache, the scores are bf16 dot products too.
   const DType score_dtype =
-      info_.activation_dtype == DType::BF16 && kv.dtype == DType::BF16 ? DType::BF16 : DType::F32;
+      info_.activation_dtype == DType::BF16 && dtype == DType::BF16 ? DType::BF16 : DType::F32;
   backend_.mla_attention({q_latent, q + c.qk_nope_head_dim, H * qk, qk, o_latent, int(H), rope_.softmax_scale, &b,
-                          cache, layout, kv.block_size, 0, score_dtype});
+                          cache, layout, block_size, kind, score_dtype});
   float* o = sized(s_.o, size_t(n * H * c.v_head_dim));
   backend_.mla_project_value({o_latent, n, &a.kv_b_proj, int(H), c.qk_nope_head_dim, c.v_head_dim, o});
   backend_.linear({o, H * c.v_head_dim, n, &a.o_proj, out, d});
+}
+
+void DeepseekModel::ffn(const LayerWeights& L, const float* h, int64_t n, float* out) {
+  if (L.is_moe) moe(L.moe, h, n, out);
+  else dense_mlp(L.mlp, h, n, config_.intermediate_size, out);
 }
 
 void DeepseekModel::dense_mlp(const MlpWeights& w, const float* h, int64_t n, int64_t inter, float* out) {

@@ -1,9 +1,22 @@
 // DeepseekModel: DeepSeek-V2/V3 (MLA + DeepSeekMoE) forward pass on a Backend, in f32 with
 // weights dequantized in the kernels. MLA runs absorbed: the cache holds only the normalized
 // latent and the roped key part per token and layer.
+//
+// Drafting (ModelOptions::mtp_drafting, checkpoints with num_nextn_predict_layers >= 1): the
+// first MTP layer (MtpLayerWeights; DeepSeek-V3 technical report section 2.2, as vLLM's
+// deepseek_mtp.py and SGLang's deepseek_nextn.py run it) proposes drafts (mtp_layer.cpp). The
+// layer's input for the pair (h_i, t_{i+1}) is eh_proj([enorm(embed(t_{i+1})) | hnorm(h_i)]),
+// h_i the main model's last hidden state after the final norm; its attention is causal over the
+// pairs i' <= i with RoPE at position i; it predicts t_{i+2}. forward() keeps two more kinds: the
+// layer's latent entries ("mtp_latent", all blocks kept), the entry of pair (h_{p-1}, s[p]) in
+// slot p (written by the step that computes position p, so a block is complete when its tokens
+// are; slot 0 holds nothing), and h_p itself ("mtp_hidden", lookback 1). draft() then chains
+// greedy drafts: pair (h_{n-1}, token) first, then (the layer's output before shared_head.norm,
+// the draft), each attending to the cached entries and the call's own in-flight ones.
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,9 +36,15 @@ class DeepseekModel final : public CausalLM {
                                                       Backend& backend);
 
   const CausalLMInfo& info() const override { return info_; }
-  // One kind, "latent": a slab per layer of [block_size] MlaCacheLayout entries per block.
+  // "latent": a slab per layer of [block_size] MlaCacheLayout entries per block. Drafting adds
+  // "mtp_latent" (one slab of MlaCacheLayout entries) and "mtp_hidden" ([block_size, hidden] f32).
   Result<std::vector<KvKindSpec>> kv_kinds(DType cache_dtype, int block_size) const override;
   void forward(const ForwardBatch& batch, const KvCacheView& kv, float* logits) override;
+  bool can_draft() const override { return weights_->mtp != nullptr; }
+  void draft(std::span<const DraftQuery> queries, const KvCacheView& kv, int32_t* drafts) override;
+  // The MTP layer's logits for the first draft of each query ([queries.size(), vocab]): draft()'s
+  // first step, for probes and tests. Precondition: can_draft(), each n_ctx >= 1.
+  void draft_logits(std::span<const DraftQuery> queries, const KvCacheView& kv, float* logits);
 
   const ModelConfig& config() const { return config_; }
   const DeepseekWeights& weights() const { return *weights_; }
@@ -34,13 +53,23 @@ class DeepseekModel final : public CausalLM {
   DeepseekModel(ModelConfig c, Checkpoint ckpt, std::unique_ptr<DeepseekWeights> w, const ModelOptions& options,
                 Backend& backend);
 
-  // Each stage reads and writes the scratch buffers below; n = batch rows.
-  void attention(int layer, const ForwardBatch& batch, const KvCacheView& kv, const float* h, float* out);
+  // Each stage reads and writes the scratch buffers below; n = batch rows. attention: layer a's
+  // absorbed MLA, cache = its slab in `dtype` layout, the batch's block tables of kind `kind`.
+  void attention(const MlaWeights& a, const ForwardBatch& batch, uint8_t* cache, DType dtype, int block_size,
+                 int kind, const float* h, float* out);
+  void ffn(const LayerWeights& L, const float* h, int64_t n, float* out);  // dense MLP or MoE
   void dense_mlp(const MlpWeights& w, const float* h, int64_t n, int64_t inter, float* out);
   void moe(const MoeWeights& w, const float* h, int64_t n, float* out);
   MlaCacheLayout cache_layout(DType cache_dtype) const {
     return {cache_dtype, config_.kv_lora_rank, config_.qk_rope_head_dim};
   }
+  // mtp_layer.cpp. x: [n, hidden] the residual stream after the last layer. Writes each row's
+  // final-normed hidden state and MTP latent entry into the drafting kinds.
+  void mtp_store(const ForwardBatch& batch, const KvCacheView& kv, const float* x);
+  // The MTP layer's input rows: eh_proj([enorm(embed(tokens)) | hnorm(h)]); h, out: [n, hidden].
+  void mtp_input(const int32_t* tokens, const float* h, int64_t n, float* out);
+  // draft() and draft_logits(): greedy chains; first_logits (nullable) gets step 0's logits.
+  void mtp_chain(std::span<const DraftQuery> queries, const KvCacheView& kv, int32_t* drafts, float* first_logits);
 
   ModelConfig config_;
   Checkpoint ckpt_;  // owns the mappings the weights point into
@@ -55,7 +84,17 @@ class DeepseekModel final : public CausalLM {
         expert_weights;
     std::vector<int32_t> expert_ids;
     std::vector<MlpWeightRefs> experts;
+    // MTP layer (mtp_layer.cpp)
+    std::vector<float> m_h, m_prev, m_rows, m_e, m_cat, m_x, m_hn, m_tmp, m_logits;
+    std::vector<int32_t> m_rope_pos, m_tokens, m_tables;
+    std::vector<uint8_t> m_cache;  // draft(): each query's entries, shifted to start at position 0
   } s_;
 };
+
+// The MTP layer against its reference: the main model over ids[0 .. L-2] (one sequence, one
+// step, a private f32 cache of the model's kinds), then the layer's logits for every pair
+// (h_t, ids[t+1]), t = 0 .. L-2: [L-1, vocab], row t predicting ids[t+2], through draft()'s own
+// path. Errors: fewer than 2 ids, an id outside the vocabulary, a model loaded without drafting.
+Result<std::vector<float>> deepseek_mtp_probe_logits(DeepseekModel& model, const std::vector<int32_t>& ids);
 
 }  // namespace deepinfer

@@ -123,14 +123,14 @@ class WeightBinder {
 
 Result<std::unique_ptr<DeepseekWeights>> DeepseekWeights::Bind(const Checkpoint& ckpt, const ModelConfig& c,
                                                                const std::string& model_dir,
-                                                               const ExpertPlacement* placement) {
+                                                               const ExpertPlacement* placement, bool bind_mtp) {
   auto w = std::make_unique<DeepseekWeights>();
   WeightBinder b(ckpt, c, model_dir, *w);
   const int64_t d = c.hidden_size, H = c.num_attention_heads;
   w->embed = b.linear("model.embed_tokens.weight", c.vocab_size, d);
-  for (int i = 0; i < c.num_hidden_layers && b.status().ok(); ++i) {
+  // Layer i's decoder weights into L.
+  auto bind_layer = [&](int i, LayerWeights& L) {
     const std::string p = "model.layers." + std::to_string(i) + ".";
-    LayerWeights& L = w->layers.emplace_back();
     L.input_norm = b.vec(p + "input_layernorm.weight", d);
     L.post_attn_norm = b.vec(p + "post_attention_layernorm.weight", d);
     MlaWeights& a = L.attn;
@@ -149,7 +149,7 @@ Result<std::unique_ptr<DeepseekWeights>> DeepseekWeights::Bind(const Checkpoint&
     L.is_moe = c.is_moe_layer(i);
     if (!L.is_moe) {
       L.mlp = b.mlp(p + "mlp.", d, c.intermediate_size);
-      continue;
+      return;
     }
     MoeWeights& m = L.moe;
     m.router = b.linear(p + "mlp.gate.weight", c.n_routed_experts, d);
@@ -161,10 +161,25 @@ Result<std::unique_ptr<DeepseekWeights>> DeepseekWeights::Bind(const Checkpoint&
                               : b.mlp(p + "mlp.experts." + std::to_string(e) + ".", d, c.moe_intermediate_size));
     m.has_shared = c.n_shared_experts > 0;
     if (m.has_shared) m.shared = b.mlp(p + "mlp.shared_experts.", d, int64_t(c.n_shared_experts) * c.moe_intermediate_size);
-  }
+  };
+  for (int i = 0; i < c.num_hidden_layers && b.status().ok(); ++i) bind_layer(i, w->layers.emplace_back());
   w->final_norm = b.vec("model.norm.weight", d);
   if (c.tie_word_embeddings) w->lm_head = w->embed;
   else w->lm_head = b.linear("lm_head.weight", c.vocab_size, d);
+  if (bind_mtp && b.status().ok()) {
+    if (c.num_nextn_predict_layers < 1)
+      return Status::Error(model_dir + ": config.json says num_nextn_predict_layers " +
+                           std::to_string(c.num_nextn_predict_layers) + ": the checkpoint has no MTP layer");
+    w->mtp = std::make_unique<MtpLayerWeights>();
+    MtpLayerWeights& m = *w->mtp;
+    const std::string p = "model.layers." + std::to_string(c.num_hidden_layers) + ".";
+    m.enorm = b.vec(p + "enorm.weight", d);
+    m.hnorm = b.vec(p + "hnorm.weight", d);
+    m.eh_proj = b.linear(p + "eh_proj.weight", d, 2 * d);
+    bind_layer(c.num_hidden_layers, m.block);
+    m.head_norm = b.vec(p + "shared_head.norm.weight", d);
+    m.head = b.linear(p + "shared_head.head.weight", c.vocab_size, d);
+  }
   if (!b.status().ok()) return b.status();
   return w;
 }
@@ -183,21 +198,27 @@ void DeepseekWeights::use_bf16_activations() {
     set(m.up);
     set(m.down);
   };
-  for (LayerWeights& L : layers) {
+  auto set_layer = [&](LayerWeights& L) {
     MlaWeights& a = L.attn;
     for (LinearWeight* w : {&a.q_proj, &a.q_a_proj, &a.q_b_proj, &a.kv_a_proj, &a.o_proj}) set(*w);
     if (!L.is_moe) {
       if (all_bf16(L.mlp)) set_mlp(L.mlp);
-      continue;
+      return;
     }
     MoeWeights& m = L.moe;
     bool all = !m.has_shared || all_bf16(m.shared);
     for (const MlpWeights& e : m.experts) all = all && all_bf16(e);
-    if (!all) continue;
+    if (!all) return;
     for (MlpWeights& e : m.experts) set_mlp(e);
     if (m.has_shared) set_mlp(m.shared);
-  }
+  };
+  for (LayerWeights& L : layers) set_layer(L);
   set(lm_head);
+  if (mtp) {
+    set_layer(mtp->block);
+    set(mtp->eh_proj);
+    set(mtp->head);
+  }
 }
 
 }  // namespace deepinfer

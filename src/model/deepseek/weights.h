@@ -50,19 +50,35 @@ struct LayerWeights {
   MoeWeights moe;  // MoE layers
 };
 
+// DeepSeek-V3's multi-token-prediction layer model.layers.{num_hidden_layers} (the first of
+// num_nextn_predict_layers): h' = eh_proj([enorm(embed(t)) | hnorm(h)]), then a decoder layer,
+// then logits = head(head_norm(.)). The embedding is the model's (the checkpoint's copy under the
+// layer holds the same values and is not read).
+struct MtpLayerWeights {
+  std::vector<float> enorm;      // [hidden]
+  std::vector<float> hnorm;      // [hidden]
+  LinearWeight eh_proj;          // [hidden, 2 * hidden]
+  LayerWeights block;            // as a main layer of that index (MoE or dense by the config)
+  std::vector<float> head_norm;  // [hidden] shared_head.norm
+  LinearWeight head;             // [vocab, hidden] shared_head.head
+};
+
 struct DeepseekWeights {
   LinearWeight embed;         // [vocab, hidden]; rows looked up
   std::vector<LayerWeights> layers;
   std::vector<float> final_norm;  // [hidden]
   LinearWeight lm_head;       // [vocab, hidden] (the embedding when tied)
-  size_t n_params = 0;        // parameters bound (MTP layers excluded)
+  std::unique_ptr<MtpLayerWeights> mtp;  // bound only when asked for (Bind's bind_mtp)
+  size_t n_params = 0;        // parameters bound (the MTP layer's only when bound)
   size_t n_bytes = 0;         // their bytes in stored precision
 
   // Checks and binds every tensor; errors name the file and tensor. With a placement, of the
   // routed experts only those it gives this rank: the others' tensors are never read or touched.
+  // bind_mtp: also the first MTP layer (an error where config.json has num_nextn_predict_layers 0).
   static Result<std::unique_ptr<DeepseekWeights>> Bind(const Checkpoint& ckpt, const ModelConfig& c,
                                                        const std::string& model_dir,
-                                                       const ExpertPlacement* placement = nullptr);
+                                                       const ExpertPlacement* placement = nullptr,
+                                                       bool bind_mtp = false);
 
   // Sets act_dtype BF16 on every bf16 linear weight that the model multiplies through linear,
   // swiglu or moe (ModelOptions::activation_dtype): all but the embedding, the routers and
