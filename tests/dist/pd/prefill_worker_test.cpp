@@ -65,12 +65,14 @@ struct Fixture {
 
   int pinned() const { return engine->stats().n_kv_blocks_pinned; }
 
-  void wait_unpinned() const {
-    for (auto end = std::chrono::steady_clock::now() + 30s; pinned() != 0;) {
-      ASSERT_LT(std::chrono::steady_clock::now(), end) << "pins never released";
-      std::this_thread::sleep_for(5ms);
+  // Engine::stats() is a snapshot taken after each pass of the engine loop: poll it.
+  void wait_pinned(int n) const {
+    for (auto end = std::chrono::steady_clock::now() + 30s; pinned() != n;) {
+      ASSERT_LT(std::chrono::steady_clock::now(), end) << pinned() << " blocks pinned, not " << n;
+      std::this_thread::sleep_for(1ms);
     }
   }
+  void wait_unpinned() const { wait_pinned(0); }
 
   std::unique_ptr<Engine> engine;
   std::unique_ptr<KvTransferAgent> agent;
@@ -87,7 +89,7 @@ TEST(PrefillWorker, AReleaseWithinTheLeaseIsAckedAsHeld) {
   ASSERT_TRUE(grant.ok()) << grant.status().message();
   EXPECT_TRUE(check_grant(*grant, m, f.layout).ok());
   EXPECT_EQ(grant->worker_address, f.agent->worker_address());
-  EXPECT_EQ(f.pinned(), int(m.wanted.size()));
+  f.wait_pinned(int(m.wanted.size()));
   auto ack = f.post("/internal/pd/v1/release", encode(Release{11, 1}));
   ASSERT_EQ(ack->status, 200);
   EXPECT_EQ(*decode_release_ack(ack->body), (ReleaseAck{11, 1}));
@@ -101,10 +103,14 @@ TEST(PrefillWorker, AnExpiredLeaseIsUnpinnedAndAckedAsNotHeld) {
   Fixture f(0.2);
   auto res = f.post("/internal/pd/v1/prefill", encode(f.request(12, 3)));
   ASSERT_EQ(res->status, 200) << res->body;
-  f.wait_unpinned();  // the reaper, not a release
+  const std::string expired = "deepinfer_pd_leases_expired_total{role=\"prefill\"} 1\n";
+  for (auto end = std::chrono::steady_clock::now() + 30s; f.worker->metrics().find(expired) == std::string::npos;) {
+    ASSERT_LT(std::chrono::steady_clock::now(), end) << "the lease never expired";
+    std::this_thread::sleep_for(5ms);
+  }
+  f.wait_unpinned();  // by the reaper, not a release
   auto ack = f.post("/internal/pd/v1/release", encode(Release{12, 1}));
   EXPECT_EQ(*decode_release_ack(ack->body), (ReleaseAck{12, 0})) << "decode must not trust the bytes";
-  EXPECT_NE(f.worker->metrics().find("deepinfer_pd_leases_expired_total{role=\"prefill\"} 1\n"), std::string::npos);
 }
 
 TEST(PrefillWorker, ATransferDroppedWhileComputingPinsNothing) {
