@@ -7,7 +7,14 @@
 // A checkpoint whose tokenizer_config.json or chat template is broken does not start (the error
 // names the file); one without any chat template serves completions only and says so at every
 // chat request. DEEPINFER_LOAD_DELAY_MS (tests) holds the load back that long after listening.
+//
+// Expert parallelism (`mpirun -np N deepinfer serve --expert-parallel N`): every rank serves its
+// own requests on its own port, rank r on --port + r (any free port each with --port 0), with its
+// own engine and KV cache, the routed experts spread over all ranks. A load balancer in front
+// spreads requests over the ports. If the group fails (a rank stops answering within --ep-timeout
+// or dies), every rank still up fails its running requests, and /health and new requests get 503.
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
@@ -19,8 +26,9 @@
 
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
-#include "dist/pd/pd_role.h"
 #include "chat/prompt_format.h"
+#include "dist/ep/ep_runtime.h"
+#include "dist/pd/pd_role.h"
 #include "core/mapped_file.h"
 #include "model/loader.h"
 #include "server/http_server.h"
@@ -72,6 +80,12 @@ int run_serve(ServeFlags& f) {
   sigaddset(&signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+  auto ep = EpRuntime::start(f.engine.expert_parallel, f.engine.ep_timeout_seconds);
+  if (!ep.ok()) return fail(ep.status().message());
+  if (*ep) {
+    f.engine.model.expert_group = &(*ep)->group();
+    if (f.http.port != 0) f.http.port += (*ep)->rank();
+  }
   // Every open connection is a file descriptor: allow as many as the hard limit does.
   rlimit files{};
   if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
@@ -88,6 +102,9 @@ int run_serve(ServeFlags& f) {
   service.set_open_connections([s = server.value().get()] { return s->open_connections(); });
   std::fprintf(stderr, "deepinfer: listening on http://%s:%d (loading %s)\n", f.http.host.c_str(), (*server)->port(),
                f.model_dir.c_str());
+  if (*ep)
+    std::fprintf(stderr, "deepinfer: rank %d of %d (pid %d) serves http://%s:%d\n", (*ep)->rank(), (*ep)->size(),
+                 int(getpid()), f.http.host.c_str(), (*server)->port());
 
   if (const char* delay = std::getenv("DEEPINFER_LOAD_DELAY_MS"))
     std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(delay)));
@@ -105,7 +122,7 @@ int run_serve(ServeFlags& f) {
     else if (declares_chat_template(f.model_dir)) return fail(tmpl.status().message());
     else std::fprintf(stderr, "deepinfer: no chat template, /v1/chat/completions disabled: %s\n", tmpl.status().message().c_str());
   }
-  auto engine = Engine::create(std::move(model).value(), f.engine.options);
+  auto engine = Engine::create(std::move(model).value(), f.engine.options, *ep ? &(*ep)->group() : nullptr);
   if (!engine.ok()) return fail(engine.status().message());
   auto pd_runtime = pd::PdRuntime::start(*role, **engine, f.engine.options.enable_prefix_caching, service, f.pd);
   if (!pd_runtime.ok()) return fail(pd_runtime.status().message());
@@ -114,7 +131,20 @@ int run_serve(ServeFlags& f) {
   std::fprintf(stderr, "deepinfer: ready, serving '%s'\n", f.serve.served_model_name.c_str());
 
   int sig = 0;
-  sigwait(&signals, &sig);
+  if (*ep) {  // also watch the group: once it fails, this rank answers 503
+    bool healthy = true;
+    const timespec poll{0, 100'000'000};
+    while ((sig = sigtimedwait(&signals, nullptr, &poll)) < 0) {
+      if (!healthy) continue;
+      if (Status s = (*engine)->health(); !s.ok()) {
+        healthy = false;
+        std::fprintf(stderr, "deepinfer: unhealthy, /health and new requests get 503: %s\n", s.message().c_str());
+        service.set_draining();
+      }
+    }
+  } else {
+    sigwait(&signals, &sig);
+  }
   std::fprintf(stderr, "deepinfer: %s received, draining (up to %.0f s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT",
                f.shutdown_timeout_seconds);
   service.set_draining();
@@ -132,6 +162,8 @@ int run_serve(ServeFlags& f) {
   (*server)->stop();
   service.stop_workers();
   pd_runtime->reset();  // releases its pins on the engine, which must still exist
+  engine->reset();  // an expert-parallel engine returns once every rank's has stopped (or the group failed)
+  if (*ep) std::fprintf(stderr, "deepinfer: %s\n", (*ep)->summary().c_str());
   std::fprintf(stderr, "deepinfer: stopped\n");
   return 0;
 }

@@ -125,7 +125,11 @@ void Engine::loop() {
 }
 
 void Engine::loop_in_group() {
-  constexpr auto kIdlePoll = std::chrono::milliseconds(1);
+  // Idle ranks agree every millisecond for a while after work, then every 5 (a request waits at
+  // most that long for its first step; an idle group costs little CPU).
+  constexpr auto kPollBusy = std::chrono::milliseconds(1), kPollIdle = std::chrono::milliseconds(5);
+  constexpr auto kIdleAfter = std::chrono::milliseconds(200);
+  auto last_work = std::chrono::steady_clock::now();
   bool failed = false;
   std::unique_lock lock(mu_);
   for (;;) {
@@ -150,6 +154,7 @@ void Engine::loop_in_group() {
       core_->finish_all(FinishReason::kError);
     } else if (a->any_work) {
       any_work = true;
+      last_work = std::chrono::steady_clock::now();
       if (core_->has_work()) core_->step();
       else core_->step_idle();
     } else if (a->all_stopping) {
@@ -161,7 +166,7 @@ void Engine::loop_in_group() {
     if (!any_work) {
       const auto woken = [&] { return (stopping_ && !stopping) || !inbox_.empty() || !aborts_.empty() || !tasks_.empty(); };
       if (failed) wake_.wait(lock, [&] { return stopping_ || woken(); });
-      else wake_.wait_for(lock, kIdlePoll, woken);
+      else wake_.wait_for(lock, std::chrono::steady_clock::now() - last_work < kIdleAfter ? kPollBusy : kPollIdle, woken);
     }
   }
 }

@@ -47,7 +47,7 @@ class Engine {
  public:
   // Allocates the KV cache (reporting its size on stderr) and starts the engine thread. With a
   // StepGroup (expert parallelism; it outlives the engine), the thread steps in lockstep with the
-  // group's other ranks (step_group.h), an idle rank polling the group every millisecond or two,
+  // group's other ranks (step_group.h), an idle rank polling the group every 1-5 milliseconds,
   // and destroying the engine waits until every rank stops; once the group fails, every request
   // here finishes with kError.
   static Result<std::unique_ptr<Engine>> create(std::unique_ptr<CausalLM> model, const EngineOptions& options,

@@ -79,9 +79,9 @@ Status MpiGroup::wait(MPI_Request& request, const char* what) {
       fail(s);
       return s;
     }
-    // Other ranks may share these cores: give them the CPU, and sleep once the wait is long.
-    if (now - start < std::chrono::milliseconds(5)) std::this_thread::yield();
-    else std::this_thread::sleep_for(std::chrono::microseconds(100));
+    // Other ranks may share these cores: give them the CPU, and sleep once the wait is not short.
+    if (now - start < std::chrono::microseconds(200)) std::this_thread::yield();
+    else std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
 }
 

@@ -1,0 +1,113 @@
+"""`deepinfer serve --expert-parallel N` under mpirun, with the official `openai` client: every
+rank serves its own port, and what rank 0 (and the others) answer equals a single server's,
+greedy and seeded, streaming, concurrently on all ranks; a rank stopped (SIGSTOP) or killed
+(SIGKILL, with mpirun --enable-recovery) mid-request makes the others fail the request cleanly
+and /health answer 503 within --ep-timeout plus a margin, and every wait here is bounded."""
+import concurrent.futures
+import os
+import signal
+import sys
+import time
+
+import openai
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "e2e"))
+from ep_server import MPIRUN, EpServer, health  # noqa: E402
+from server import Server, make_model  # noqa: E402
+
+pytestmark = pytest.mark.skipif(MPIRUN is None, reason="mpirun is missing (scripts/setup.sh installs openmpi-bin)")
+
+EP_TIMEOUT = 3
+PROMPTS = ["The capital of France is", "1, 2, 3,", "hello world", "Once upon a time"]
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    return make_model(tmp_path_factory.mktemp("ep-serve") / "tiny")
+
+
+def client(base):
+    return openai.OpenAI(base_url=base + "/v1", api_key="none", timeout=60, max_retries=0)
+
+
+def answers(c):
+    out = []
+    for i, prompt in enumerate(PROMPTS):
+        r = c.completions.create(model="tiny", prompt=prompt, max_tokens=12, temperature=0, logprobs=2,
+                                 extra_body={"ignore_eos": True})
+        out.append((r.choices[0].text, r.choices[0].logprobs.token_logprobs, r.choices[0].logprobs.top_logprobs))
+        r = c.completions.create(model="tiny", prompt=prompt, max_tokens=10, temperature=0.9, seed=100 + i, n=2)
+        out.append([ch.text for ch in r.choices])
+    chat = c.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "Say hi"}], max_tokens=10,
+                                     temperature=0, extra_body={"ignore_eos": True})
+    out.append(chat.choices[0].message.content)
+    stream = c.completions.create(model="tiny", prompt=PROMPTS[0], max_tokens=8, temperature=0, stream=True,
+                                  extra_body={"ignore_eos": True})
+    out.append("".join(ch.choices[0].text for ch in stream if ch.choices))
+    return out
+
+
+def test_every_rank_answers_as_a_single_server(deepinfer_bin, model):
+    single = Server(deepinfer_bin, model)
+    try:
+        want = answers(client(single.base))
+    finally:
+        single.proc.send_signal(signal.SIGTERM)
+        single.proc.wait(timeout=60)
+    ep = EpServer(deepinfer_bin, model, 2, "--ep-timeout", "30")
+    try:
+        assert answers(client(ep.base(0))) == want
+        # Both ranks at once: each one's requests share steps with the other's MoE work.
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            futures = [pool.submit(answers, client(ep.base(r))) for r in (0, 1, 0, 1)]
+            for f in futures:
+                assert f.result(timeout=300) == want
+    finally:
+        ep.stop()
+    # Every rank drained and stopped (mpirun itself exits 1 when it is signalled).
+    assert sum(line.strip() == "deepinfer: stopped" for line in ep.log) == 2, "".join(ep.log)
+
+
+def long_request(base):
+    return client(base).completions.create(model="tiny", prompt="tell me a story", max_tokens=4000, temperature=0,
+                                           extra_body={"ignore_eos": True})
+
+
+def fail_rank_mid_request(ep, how):
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        running = pool.submit(long_request, ep.base(0))
+        time.sleep(1.0)  # the request is decoding, in lockstep with rank 1
+        assert not running.done()
+        os.kill(ep.pid(1), how)
+        failed_at = time.time()
+        with pytest.raises(openai.APIError):
+            running.result(timeout=EP_TIMEOUT + 30)
+        assert time.time() - failed_at < EP_TIMEOUT + 10
+    deadline = failed_at + EP_TIMEOUT + 10
+    while health(ep.base(0)) != 503:
+        assert time.time() < deadline, "rank 0 never reported unhealthy: " + "".join(ep.log)
+        time.sleep(0.1)
+    with pytest.raises(openai.APIStatusError) as e:
+        client(ep.base(0)).completions.create(model="tiny", prompt="hi", max_tokens=2)
+    assert e.value.status_code == 503
+    assert any("did not complete" in line and "rank 0" in line for line in ep.log), "".join(ep.log)
+
+
+def test_a_stopped_rank_fails_requests_and_health(deepinfer_bin, model):
+    ep = EpServer(deepinfer_bin, model, 2, "--ep-timeout", str(EP_TIMEOUT))
+    try:
+        fail_rank_mid_request(ep, signal.SIGSTOP)
+        os.kill(ep.pid(1), signal.SIGCONT)
+    finally:
+        ep.stop()
+
+
+def test_a_killed_rank_fails_requests_and_health_with_recovery_enabled(deepinfer_bin, model):
+    """Without --enable-recovery, mpirun ends the whole job when a rank dies (clients see their
+    connections close); with it the survivors keep answering, 503."""
+    ep = EpServer(deepinfer_bin, model, 2, "--ep-timeout", str(EP_TIMEOUT), mpirun_args=["--enable-recovery"])
+    try:
+        fail_rank_mid_request(ep, signal.SIGKILL)
+    finally:
+        ep.stop()
