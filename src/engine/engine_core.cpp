@@ -202,6 +202,11 @@ void EngineCore::step() {
 
 void EngineCore::step_idle() { runner_.execute(SchedulerOutput{}); }
 
+void EngineCore::set_drafter(std::unique_ptr<Drafter> drafter) {
+  DI_CHECK(drafter_ && drafter);
+  drafter_ = std::move(drafter);
+}
+
 void EngineCore::add_drafts(SchedulerOutput& out) {
   if (!drafter_) return;
   auto decodes_one = [](const ScheduledChunk& c) {

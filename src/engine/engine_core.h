@@ -97,6 +97,10 @@ class EngineCore {
   // Finishes every unfinished request with `reason` (engine shutdown).
   void finish_all(FinishReason reason);
 
+  // Replaces the drafter options.speculative chose: benchmarks bring their own (the server never
+  // calls this). Precondition: options.speculative != kNone.
+  void set_drafter(std::unique_ptr<Drafter> drafter);
+
   bool has_work() const { return scheduler_.has_work(); }
   // One step. Precondition: has_work().
   void step();
