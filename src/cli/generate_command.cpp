@@ -122,10 +122,16 @@ int run_generate(GenerateFlags& f) {
 
   nlohmann::json printed = nlohmann::json::array();  // [prompt index, what it prints] per prompt run here
   bool failed = false;
+  // Decode timing over this process's prompts: from the last first token to the last finish.
+  RequestTiming::Clock::time_point last_first_token{}, last_finished{};
+  size_t n_later_tokens = 0;  // tokens sampled after last_first_token, at most
   for (size_t i = 0; i < handles.size(); ++i) {
     std::ostringstream cout;  // shadows std::cout: rank 0 prints every rank's in prompt order
     const size_t index = indices[i];
     CompletedRequest done = handles[i].wait();
+    last_first_token = std::max(last_first_token, done.timing.first_token);
+    last_finished = std::max(last_finished, done.timing.finished);
+    if (!done.samples.empty() && !done.samples[0].token_ids.empty()) n_later_tokens += done.samples[0].token_ids.size() - 1;
     const CompletedSample& s = done.samples.at(0);
     std::vector<double> logprobs;
     for (const auto& lp : s.logprobs) logprobs.push_back(lp.logprob);
@@ -150,6 +156,9 @@ int run_generate(GenerateFlags& f) {
     printed.push_back({index, cout.str()});
   }
   if (Status s = (*engine)->health(); !s.ok()) return fail(s.message());
+  if (n_later_tokens > 0 && last_finished > last_first_token)
+    std::fprintf(stderr, "deepinfer: decode: %zu tokens after each prompt's first, %.4f s from the last first token to the end\n", n_later_tokens,
+                 std::chrono::duration<double>(last_finished - last_first_token).count());
   engine->reset();  // an expert-parallel engine returns once every rank's has finished
   if (*ep) {
     std::fprintf(stderr, "deepinfer: %s\n", (*ep)->summary().c_str());
