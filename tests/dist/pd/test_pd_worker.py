@@ -207,3 +207,20 @@ def test_a_stalled_prefill_worker_times_out_and_its_lease_expires(deepinfer_bin,
     finally:
         victim.proc.send_signal(signal.SIGCONT)
         assert victim.stop() == 0, "".join(victim.log)
+
+
+def test_a_client_that_goes_away_frees_the_decode_side_at_once(deepinfer_bin, model, decode):
+    victim = Server(deepinfer_bin, model, *BLOCK, "--role", "prefill", "--pd-lease", "2")
+    try:
+        victim.proc.send_signal(signal.SIGSTOP)  # the prefill never answers: only the client can end it
+        start = time.time()
+        with pytest.raises((TimeoutError, urllib.error.URLError)):
+            post(decode.base, {"model": "tiny", "prompt": prompt(80, 104), "max_tokens": 2},
+                 {"X-DeepInfer-Prefill-Url": victim.base}, timeout=1)
+        wait_released(decode, "decode")
+        assert time.time() - start < PD_TIMEOUT_S - 1, "freed when the client went, not at the timeout"
+        victim.proc.send_signal(signal.SIGCONT)
+        wait_released(victim, "prefill", timeout=60)
+    finally:
+        victim.proc.send_signal(signal.SIGCONT)
+        assert victim.stop() == 0, "".join(victim.log)
