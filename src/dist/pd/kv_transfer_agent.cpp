@@ -99,10 +99,23 @@ KvTransferAgent::~KvTransferAgent() {
     ucp_worker_signal(ucx_->worker);
     progress_.join();
   }
+  for (void* req : closing_) ucp_request_free(req);  // released by UCX once complete
 }
 
 void KvTransferAgent::progress_loop() {
   while (!stopping_.load()) {
+    {
+      std::lock_guard lock(closing_mu_);
+      for (size_t i = 0; i < closing_.size();) {
+        if (ucp_request_check_status(closing_[i]) == UCS_INPROGRESS) {
+          ++i;
+          continue;
+        }
+        ucp_request_free(closing_[i]);
+        closing_[i] = closing_.back();
+        closing_.pop_back();
+      }
+    }
     if (ucp_worker_progress(ucx_->worker) != 0) continue;
     if (ucp_worker_arm(ucx_->worker) != UCS_OK) continue;  // busy: events arrived meanwhile
     pollfd fd{ucx_->event_fd, POLLIN, 0};
@@ -191,24 +204,43 @@ Status KvTransferAgent::read(const std::string& peer_address, const std::vector<
   }
   if (result.ok()) result = wait_all();
 
-  // Nothing may stay in flight: close the endpoint forcibly (no handshake: the peer may be dead
-  // or stopped), which completes every operation still on it with an error, and wait for the
-  // close, which completes locally; only then release the requests and the rkeys.
-  if (ep) {
+  if (result.ok()) {
+    // Every get is complete (the flush returned): close politely, so the peer sees an orderly
+    // disconnect; a peer too slow to answer leaves the close to the progress thread.
+    for (ucp_rkey_h rkey : rkeys) ucp_rkey_destroy(rkey);
     ucp_request_param_t close{};
-    close.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-    close.flags = UCP_EP_CLOSE_FLAG_FORCE;
     ucs_status_ptr_t req = ucp_ep_close_nbx(ep, &close);
     if (UCS_PTR_IS_PTR(req)) {
+      const auto give_up = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(1));
+      while (ucp_request_check_status(req) == UCS_INPROGRESS && std::chrono::steady_clock::now() < give_up)
+        if (ucp_worker_progress(worker) == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      if (ucp_request_check_status(req) == UCS_INPROGRESS) {
+        std::lock_guard lock(closing_mu_);
+        closing_.push_back(req);
+      } else {
+        ucp_request_free(req);
+      }
+    }
+  } else {
+    // Nothing may stay in flight: close the endpoint forcibly (no handshake: the peer may be dead
+    // or stopped), which completes every operation still on it with an error, and wait for the
+    // close, which completes locally; only then release the requests and the rkeys.
+    if (ep) {
+      ucp_request_param_t close{};
+      close.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+      close.flags = UCP_EP_CLOSE_FLAG_FORCE;
+      ucs_status_ptr_t req = ucp_ep_close_nbx(ep, &close);
+      if (UCS_PTR_IS_PTR(req)) {
+        while (ucp_request_check_status(req) == UCS_INPROGRESS) ucp_worker_progress(worker);
+        ucp_request_free(req);
+      }
+    }
+    for (void* req : pending) {
       while (ucp_request_check_status(req) == UCS_INPROGRESS) ucp_worker_progress(worker);
       ucp_request_free(req);
     }
+    for (ucp_rkey_h rkey : rkeys) ucp_rkey_destroy(rkey);
   }
-  for (void* req : pending) {
-    while (ucp_request_check_status(req) == UCS_INPROGRESS) ucp_worker_progress(worker);
-    ucp_request_free(req);
-  }
-  for (ucp_rkey_h rkey : rkeys) ucp_rkey_destroy(rkey);
 
   const auto elapsed = std::chrono::steady_clock::now() - start;
   nanoseconds_ += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());

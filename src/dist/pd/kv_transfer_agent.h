@@ -8,9 +8,10 @@
 //
 // Safety: decode pulls (the design's choice), so only this process ever writes its memory, and
 // only inside read(): read() returns only once no get is in flight any more, after success,
-// error or deadline alike (on failure the endpoint is closed with UCP_EP_CLOSE_FLAG_FORCE, which
-// cancels outstanding operations, and the close is waited for), so the caller may free or reuse
-// the destination blocks at once. The source side is guarded by the prefill worker's lease (its
+// error or deadline alike (after success the flush has completed every get and the endpoint is
+// closed gracefully; on failure it is closed with UCP_EP_CLOSE_FLAG_FORCE, which completes every
+// outstanding operation with an error, and the close is waited for), so the caller may free or
+// reuse the destination blocks at once. The source side is guarded by the prefill worker's lease (its
 // blocks stay pinned until decode's Release or the lease's end), and decode uses the bytes only
 // if the Release's ack confirms that the lease held until after read() returned (pd_messages.h).
 // Peer failures surface as errors (UCP_ERR_HANDLING_MODE_PEER) and every wait is bounded by the
@@ -24,6 +25,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <thread>
@@ -79,6 +81,8 @@ class KvTransferAgent {
   const KvCacheView& cache_;
   std::string address_;
   std::vector<RemoteKind> remote_kinds_;
+  std::mutex closing_mu_;
+  std::vector<void*> closing_;  // endpoint closes after successful reads, still in progress
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> n_reads_{0}, n_failed_{0}, n_blocks_{0}, n_bytes_{0}, nanoseconds_{0};
   std::thread progress_;
