@@ -56,6 +56,7 @@ struct HttpClient::Pool {
 namespace {
 
 constexpr size_t kMaxErrorBody = 500;
+constexpr size_t kReadBytes = 64u << 10;  // most bytes one socket read takes in
 
 std::chrono::steady_clock::duration seconds(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
@@ -89,6 +90,7 @@ class Exchange : public HttpClient::Stream, public std::enable_shared_from_this<
     for (auto& [name, value] : spec.headers) request_.set(name, value);
     request_.body() = std::move(spec.body);
     request_.prepare_payload();
+    buffer_.reserve(kReadBytes);  // Beast reads only 512 bytes at a time into an empty buffer
   }
 
   void start() {

@@ -5,6 +5,7 @@ import http.server
 import json
 import re
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -109,6 +110,7 @@ class StubWorker:
         self.answers = ["ok"]
         self.requests = []
         self.bytes_sent = 0
+        self.connections = []
         self.lock = threading.Lock()
         self._start(port)
 
@@ -120,6 +122,11 @@ class StubWorker:
 
             def log_message(self, *args):
                 pass
+
+            def setup(self):
+                super().setup()
+                with stub.lock:
+                    stub.connections.append(self.connection)
 
             def reply(self, status, body, headers=()):
                 data = json.dumps(body).encode()
@@ -189,9 +196,16 @@ class StubWorker:
             return [r["headers"].get("X-DeepInfer-Prefill-Url") for r in self.requests]
 
     def stop(self):
-        """Stops listening (connections are refused)."""
+        """Stops listening and closes every connection, as a dead worker would."""
         self.server.shutdown()
         self.server.server_close()
+        with self.lock:
+            for c in self.connections:
+                try:
+                    c.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+            self.connections.clear()
 
     def restart(self):
         """Listens again on the same port, as a restarted worker would."""
