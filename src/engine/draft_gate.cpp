@@ -12,28 +12,47 @@ Status DraftGateOptions::validate() const {
   return Status::Ok();
 }
 
+void DraftGate::Window::push(Outcome o, int size) {
+  outcomes.push_back(o);
+  n_drafted += o.n_drafted;
+  n_accepted += o.n_accepted;
+  if (int(outcomes.size()) > size) {
+    n_drafted -= outcomes.front().n_drafted;
+    n_accepted -= outcomes.front().n_accepted;
+    outcomes.pop_front();
+  }
+}
+
+bool DraftGate::Window::full_and_below(const DraftGateOptions& options) const {
+  return int(outcomes.size()) == options.window && double(n_accepted) < options.min_acceptance * double(n_drafted);
+}
+
 bool DraftGate::should_draft(int64_t seq_id) {
-  auto it = seqs_.find(seq_id);
-  if (it == seqs_.end() || it->second.n_pause_left == 0) return true;
-  --it->second.n_pause_left;
+  auto [it, is_new] = seqs_.try_emplace(seq_id);
+  SeqState& s = it->second;
+  if (is_new && recent_.full_and_below(options_)) {
+    s.window = recent_;
+    s.n_pause_left = options_.probe_interval;
+    s.paused = true;
+  }
+  if (s.n_pause_left == 0) return true;
+  --s.n_pause_left;
   ++n_paused_steps_;
   return false;
 }
 
 void DraftGate::record(int64_t seq_id, int n_drafted, int n_accepted) {
   DI_CHECK(n_drafted >= 1 && n_accepted >= 0 && n_accepted <= n_drafted);
+  const Outcome o{n_drafted, n_accepted};
+  recent_.push(o, options_.window);
   SeqState& s = seqs_[seq_id];
-  s.window.push_back({n_drafted, n_accepted});
-  s.n_drafted += n_drafted;
-  s.n_accepted += n_accepted;
-  if (int(s.window.size()) > options_.window) {
-    s.n_drafted -= s.window.front().n_drafted;
-    s.n_accepted -= s.window.front().n_accepted;
-    s.window.pop_front();
-  }
-  if (int(s.window.size()) == options_.window &&
-      double(s.n_accepted) < options_.min_acceptance * double(s.n_drafted))
+  if (s.paused && double(n_accepted) >= options_.min_acceptance * double(n_drafted)) s.window = Window{};
+  s.paused = false;
+  s.window.push(o, options_.window);
+  if (s.window.full_and_below(options_)) {
     s.n_pause_left = options_.probe_interval;
+    s.paused = true;
+  }
 }
 
 }  // namespace deepinfer

@@ -1,18 +1,21 @@
 // DraftGate: switches speculative drafting off, per sequence, where its drafts are mostly
 // rejected. A sequence's last `window` drafted steps are kept as (drafted, accepted) token
 // counts; once the window is full and accepted / drafted < min_acceptance, the sequence stops
-// drafting for `probe_interval` of its decode steps, then drafts once (a probe) whose result
-// replaces the window's oldest step, and so on: it drafts on as soon as the window's acceptance
-// is back at min_acceptance or above.
+// drafting for `probe_interval` of its decode steps, then drafts once (a probe). A probe that
+// reaches min_acceptance by itself resumes drafting (the window starts over from it); one that
+// does not joins the window, and the sequence pauses again while the window stays below.
+// A new sequence starts from the server's recent outcomes: where the last `window` drafted steps
+// of all sequences are below min_acceptance, it starts paused (and probes after probe_interval
+// steps); otherwise it drafts from its first decode step.
 //
 // The gate only chooses which positions are drafted; verification keeps outputs those of plain
 // decoding whatever it chooses (engine_core.h). Cost bound of a drafter that is never right: a
-// sequence drafts on at most `window` steps, then on 1 step of every probe_interval + 1, so past
-// the window at most a fraction 1 / (probe_interval + 1) of its decode steps pays verification
-// (a step of 1 + k rows instead of 1).
+// sequence drafts on at most `window` steps (none once the server has seen `window` rejected
+// steps), then on 1 step of every probe_interval + 1, so past that at most a fraction
+// 1 / (probe_interval + 1) of its decode steps pays verification (a step of 1 + k rows instead
+// of 1).
 //
-// Pure logic keyed by sequence id, engine thread only; the state of one sequence depends only on
-// its own drafts' outcomes.
+// Pure logic keyed by sequence id, engine thread only.
 #pragma once
 
 #include <cstdint>
@@ -53,14 +56,22 @@ class DraftGate {
   struct Outcome {
     int n_drafted, n_accepted;
   };
+  // The last `window` outcomes with their sums.
+  struct Window {
+    std::deque<Outcome> outcomes;
+    int64_t n_drafted = 0, n_accepted = 0;
+    void push(Outcome o, int size);
+    bool full_and_below(const DraftGateOptions& options) const;
+  };
   struct SeqState {
-    std::deque<Outcome> window;
-    int64_t n_drafted = 0, n_accepted = 0;  // sums over the window
-    int n_pause_left = 0;                   // decode steps still without drafts
+    Window window;
+    int n_pause_left = 0;  // decode steps still without drafts
+    bool paused = false;   // since the last pause began; the next drafted step is a probe
   };
 
   DraftGateOptions options_;
   std::unordered_map<int64_t, SeqState> seqs_;
+  Window recent_;  // of all sequences
   uint64_t n_paused_steps_ = 0;
 };
 

@@ -44,26 +44,33 @@ TEST(DraftGate, AcceptanceAtTheThresholdKeepsDrafting) {
   for (bool d : drafted_steps(never_off, 1, 50, 3, 0)) EXPECT_TRUE(d);
 }
 
-TEST(DraftGate, GoodProbesResumeDrafting) {
+TEST(DraftGate, AGoodProbeResumesDrafting) {
   const DraftGateOptions o{4, 0.4, 5};
   DraftGate gate(o);
   drafted_steps(gate, 3, 4, 3, 0);  // a window of rejections: paused
   EXPECT_FALSE(gate.should_draft(3));
-  // Probes that are accepted whole replace the window's rejections one by one: 6 of 12 after two.
-  const auto drafted = drafted_steps(gate, 3, 4 + o.probe_interval + 1 + 10, 3, 3);
-  int n_paused = 0;
-  for (bool d : drafted) n_paused += !d;
-  EXPECT_EQ(n_paused, (o.probe_interval - 1) + o.probe_interval);  // before the first and second probes
-  for (size_t i = drafted.size() - 10; i < drafted.size(); ++i) EXPECT_TRUE(drafted[i]) << i;
+  // The probe after the pause is accepted whole: drafting resumes at once, from a fresh window.
+  const auto drafted = drafted_steps(gate, 3, o.probe_interval - 1 + 1 + 10, 3, 3);
+  for (int i = 0; i < o.probe_interval - 1; ++i) EXPECT_FALSE(drafted[size_t(i)]) << i;
+  for (size_t i = size_t(o.probe_interval - 1); i < drafted.size(); ++i) EXPECT_TRUE(drafted[i]) << i;
+  // A probe below the threshold joins the window: with it the window is still below, so it pauses.
+  drafted_steps(gate, 3, 4, 3, 0);  // the window: 3 of 12 accepted
+  EXPECT_FALSE(gate.should_draft(3));
 }
 
-TEST(DraftGate, SequencesAreIndependentAndRemovedOnesStartOver) {
-  DraftGate gate({2, 0.5, 100});
-  drafted_steps(gate, 1, 2, 2, 0);
+TEST(DraftGate, NewSequencesStartFromTheServersRecentOutcomes) {
+  const DraftGateOptions o{2, 0.5, 10};
+  DraftGate gate(o);
+  drafted_steps(gate, 1, 2, 2, 0);  // the server's last 2 drafted steps: all rejected
   EXPECT_FALSE(gate.should_draft(1));
-  EXPECT_TRUE(gate.should_draft(2));
+  // A new sequence starts paused and probes after probe_interval steps.
+  const auto drafted = drafted_steps(gate, 2, o.probe_interval + 1, 2, 2);
+  for (int i = 0; i < o.probe_interval; ++i) EXPECT_FALSE(drafted[size_t(i)]) << i;
+  EXPECT_TRUE(drafted.back());
+  drafted_steps(gate, 2, 1, 2, 2);  // its good probes are now the server's last 2 steps
+  EXPECT_TRUE(gate.should_draft(3));  // so a new sequence drafts at once
   gate.remove(1);
-  EXPECT_TRUE(gate.should_draft(1));
+  EXPECT_TRUE(gate.should_draft(1));  // a removed sequence is new again
 }
 
 TEST(DraftGate, OptionsOutOfRangeAreErrors) {

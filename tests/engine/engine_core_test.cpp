@@ -439,8 +439,8 @@ TEST(EngineCore, AlwaysRightDraftsGiveKPlusOneTokensPerStep) {
 
 // A drafter that is never right (the fake model's drafts_wrong: the MTP path) stops drafting for
 // each sequence after the gate's window, then only probes once every probe_interval + 1 decode
-// steps: that bounds the steps that pay verification. Outputs stay those of plain decoding; with
-// the gate off (min_acceptance 0) every decode step drafts.
+// steps: that bounds the steps that pay verification; a later request starts paused. Outputs stay
+// those of plain decoding; with the gate off (min_acceptance 0) every decode step drafts.
 TEST(EngineCore, AlwaysWrongDraftsStopAfterTheWindow) {
   FakeCausalLM model;
   model.drafting = true;
@@ -462,6 +462,9 @@ TEST(EngineCore, AlwaysWrongDraftsStopAfterTheWindow) {
   const int n_could = n_out - 2, per_seq = 6 + (n_could - 6) / (32 + 1);
   EXPECT_EQ(st.n_drafts_at[0], uint64_t(n_seqs * per_seq));
   EXPECT_EQ(st.n_draft_paused_steps + st.n_drafts_at[0], uint64_t(n_seqs * n_could));
+  // A request after them starts paused (the server's recent drafts are all rejected): probes only.
+  run_to_completion(*core, {requests[0]}, 100);
+  EXPECT_EQ(core->stats().n_drafts_at[0] - st.n_drafts_at[0], uint64_t(n_could / (32 + 1)));
 
   o.speculative_gate.min_acceptance = 0;
   core = make_core(model, o);
