@@ -14,12 +14,16 @@ import urllib.request
 
 
 class Router:
-    """`deepinfer router` on a free loopback port; stopped with SIGTERM."""
+    """`deepinfer router` on a free loopback port, checking workers often (flags in `args` win);
+    stopped with SIGTERM."""
 
     def __init__(self, binary, prefill, decode, *args, wait_healthy=True):
+        defaults = {"--health-interval": "0.2", "--health-max-backoff": "1", "--health-timeout": "2"}
+        for flag in args:
+            defaults.pop(flag, None)
         self.proc = subprocess.Popen(
             [binary, "router", "--prefill", ",".join(prefill), "--decode", ",".join(decode), "--port", "0",
-             "--health-interval", "0.2", "--health-max-backoff", "1", "--health-timeout", "2", *args],
+             *[x for kv in defaults.items() for x in kv], *args],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.log = []
         line = self.proc.stderr.readline()
