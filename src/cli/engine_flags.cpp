@@ -38,6 +38,16 @@ void EngineFlags::add_to(CLI::App& cmd) {
                  "Seconds a rank waits for the others in one collective before it declares the group failed "
                  "(its requests then fail and /health answers 503)")
       ->capture_default_str();
+  cmd.add_option("--eplb-redundant-experts", model.eplb.redundant_experts,
+                 "Expert parallelism: extra expert slots (the routed experts + this must be a multiple of the ranks) "
+                 "for copies of the busiest experts")
+      ->capture_default_str();
+  cmd.add_option("--eplb-interval", model.eplb.interval,
+                 "Expert parallelism: rebalance the experts over the ranks every this many steps, from the tokens "
+                 "each expert got over --eplb-window steps (DeepSeek's EPLB policy; 0: never)")
+      ->capture_default_str();
+  cmd.add_option("--eplb-window", model.eplb.window, "Steps of expert load a rebalance weighs (0: the interval)")
+      ->capture_default_str();
   cmd.add_option("--num-speculative-tokens", o.num_speculative_tokens, "Draft tokens per sequence and step (with --speculative)")
       ->capture_default_str();
 }
@@ -55,6 +65,12 @@ Status EngineFlags::resolve() {
   else if (speculative == "mtp") options.speculative = SpeculativeMethod::kMtp;
   else return Status::Error("--speculative: '" + speculative + "' is not one of none, ngram, mtp");
   model.mtp_drafting = options.speculative == SpeculativeMethod::kMtp;
+  const EplbOptions& eplb = model.eplb;
+  if (eplb.redundant_experts < 0 || eplb.interval < 0 || eplb.window < 0)
+    return Status::Error("--eplb-redundant-experts, --eplb-interval and --eplb-window must not be negative");
+  if ((eplb.redundant_experts > 0 || eplb.interval > 0) && expert_parallel <= 1)
+    return Status::Error("--eplb-*: balances experts over the ranks of --expert-parallel N (N > 1)");
+  if (eplb.window == 0) model.eplb.window = eplb.interval;
   return options.validate();
 }
 

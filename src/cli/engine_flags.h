@@ -19,6 +19,7 @@ struct EngineFlags {
   std::string speculative = "none";
   int expert_parallel = 1;            // ranks of the expert-parallel group (mpirun -np N); dist/ep/
   double ep_timeout_seconds = 60;     // deadline of each of the group's collectives
+  // EPLB: model.eplb (redundant_experts, interval, window) from --eplb-*.
 
   void add_to(CLI::App& cmd);
   // Applies the string-valued flags; an error names the flag.

@@ -63,7 +63,10 @@ int run_generate(GenerateFlags& f) {
   auto ep = EpRuntime::start(f.engine.expert_parallel, f.engine.ep_timeout_seconds);
   if (!ep.ok()) return fail(ep.status().message());
   const int rank = *ep ? (*ep)->rank() : 0, n_ranks = *ep ? (*ep)->size() : 1;
-  if (*ep) f.engine.model.expert_group = &(*ep)->group();
+  if (*ep) {
+    f.engine.model.expert_group = &(*ep)->group();
+    f.engine.model.expert_load = &(*ep)->load();
+  }
   const int given = int(!f.prompt_ids.empty()) + int(!f.prompt.empty()) + int(!f.prompts_file.empty());
   if (given != 1) return fail("give exactly one of --prompt-ids, --prompt, --prompts-file");
 

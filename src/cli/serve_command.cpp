@@ -27,6 +27,7 @@
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
 #include "chat/prompt_format.h"
+#include "dist/ep/ep_metrics.h"
 #include "dist/ep/ep_runtime.h"
 #include "dist/pd/pd_role.h"
 #include "core/mapped_file.h"
@@ -83,7 +84,9 @@ int run_serve(ServeFlags& f) {
   auto ep = EpRuntime::start(f.engine.expert_parallel, f.engine.ep_timeout_seconds);
   if (!ep.ok()) return fail(ep.status().message());
   if (*ep) {
+    if (*role != pd::PdRole::kBoth) return fail("--role " + f.role + " does not run with --expert-parallel");
     f.engine.model.expert_group = &(*ep)->group();
+    f.engine.model.expert_load = &(*ep)->load();
     if (f.http.port != 0) f.http.port += (*ep)->rank();
   }
   // Every open connection is a file descriptor: allow as many as the hard limit does.
@@ -127,6 +130,11 @@ int run_serve(ServeFlags& f) {
   auto pd_runtime = pd::PdRuntime::start(*role, **engine, f.engine.options.enable_prefix_caching, service, f.pd);
   if (!pd_runtime.ok()) return fail(pd_runtime.status().message());
   if (*role != pd::PdRole::kBoth) std::fprintf(stderr, "deepinfer: role %s\n", f.role.c_str());
+  if (*ep) {  // the expert loads and exchange costs in /metrics
+    PdHooks hooks;
+    hooks.metrics = [rt = ep->get()] { return ep_metrics_text(rt->load().snapshot(), rt->group().stats()); };
+    service.set_pd(std::move(hooks));
+  }
   service.attach(engine.value().get(), std::move(tokenizer).value(), std::move(chat_template));
   std::fprintf(stderr, "deepinfer: ready, serving '%s'\n", f.serve.served_model_name.c_str());
 

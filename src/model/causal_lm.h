@@ -16,11 +16,13 @@
 #include "core/check.h"
 #include "core/dtype.h"
 #include "core/status.h"
+#include "model/eplb.h"
 #include "model/forward_batch.h"
 
 namespace deepinfer {
 
 class ExpertGroup;  // model/expert_group.h
+class ExpertLoad;   // model/expert_load.h
 
 struct CausalLMInfo {
   std::string architecture;          // e.g. "DeepseekV3ForCausalLM"
@@ -52,6 +54,10 @@ struct ModelOptions {
   // group (each forward, an empty one included, makes the same exchanges on every rank). Null:
   // one process holds every expert. Outlives the model. DeepSeek-V2/V3 only (others refuse it).
   ExpertGroup* expert_group = nullptr;
+  // With expert_group: redundant expert slots and rebalancing while serving (model/eplb.h), and
+  // where this rank's expert loads are published (or null; outlives the model).
+  EplbOptions eplb;
+  ExpertLoad* expert_load = nullptr;
 };
 
 // One sequence's draft query (CausalLM::draft): its positions [0, n_ctx) are in the cache (block

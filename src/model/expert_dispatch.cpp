@@ -11,18 +11,21 @@ namespace deepinfer {
 DispatchPlan DispatchPlan::make(std::span<const int32_t> ids, const ExpertPlacement& placement) {
   DispatchPlan p;
   p.n_send.assign(size_t(placement.n_ranks), 0);
-  for (const int32_t e : ids) {
-    DI_CHECK(e >= 0 && e < placement.n_experts());
-    ++p.n_send[size_t(placement.owner[size_t(e)])];
+  p.slot.resize(ids.size());
+  std::vector<int64_t> turn(size_t(placement.n_experts()), 0);  // assignments of each expert so far
+  for (size_t a = 0; a < ids.size(); ++a) {
+    DI_CHECK(ids[a] >= 0 && ids[a] < placement.n_experts());
+    p.slot[a] = placement.slot_for(ids[a], turn[size_t(ids[a])]++);
+    ++p.n_send[size_t(placement.slot_rank[size_t(p.slot[a])])];
   }
   std::vector<int64_t> next(size_t(placement.n_ranks), 0);
   for (int r = 1; r < placement.n_ranks; ++r) next[size_t(r)] = next[size_t(r) - 1] + p.n_send[size_t(r) - 1];
   p.send_order.resize(ids.size());
-  p.slot.resize(ids.size());
+  p.position.resize(ids.size());
   for (size_t a = 0; a < ids.size(); ++a) {
-    const int64_t at = next[size_t(placement.owner[size_t(ids[a])])]++;
+    const int64_t at = next[size_t(placement.slot_rank[size_t(p.slot[a])])]++;
     p.send_order[size_t(at)] = int32_t(a);
-    p.slot[a] = at;
+    p.position[a] = at;
   }
   return p;
 }
@@ -35,7 +38,7 @@ void pack_dispatch(const DispatchPlan& plan, const float* x, int64_t ldx, int64_
   for (size_t i = 0; i < plan.send_order.size(); ++i) {
     uint8_t* p = out.data() + int64_t(i) * rec;
     const int32_t a = plan.send_order[i];
-    const int32_t header[2] = {ids[size_t(a)], 0};
+    const int32_t header[2] = {plan.slot[size_t(a)], 0};
     std::memcpy(p, header, 8);
     std::memcpy(p + 8, x + int64_t(a / top_k) * ldx, size_t(hidden) * 4);
   }
@@ -57,8 +60,8 @@ Result<ReceivedRecords> parse_dispatch(std::span<const uint8_t> bytes, int64_t h
     std::memcpy(header, bytes.data() + i * rec, 8);
     const int32_t e = header[0];
     if (e < 0 || e >= int32_t(local_index.size()) || local_index[size_t(e)] < 0 || header[1] != 0)
-      return Status::Error("expert dispatch: record " + std::to_string(i) + " names expert " + std::to_string(e) +
-                           ", which this rank does not hold");
+      return Status::Error("expert dispatch: record " + std::to_string(i) + " names slot " + std::to_string(e) +
+                           ", which is not on this rank");
     r.local_ids[size_t(i)] = local_index[size_t(e)];
   }
   return r;
@@ -78,7 +81,7 @@ void combine_expert_outputs(const DispatchPlan& plan, std::span<const int32_t> i
     for (int64_t i = 0; i < k; ++i) {
       const int64_t a = r * k + order[i];
       const float wt = weights[size_t(a)];
-      const float* src = outputs + plan.slot[size_t(a)] * hidden;
+      const float* src = outputs + plan.position[size_t(a)] * hidden;
       for (int64_t c = 0; c < hidden; ++c) out[c] += src[c] * wt;
     }
     if (shared) {

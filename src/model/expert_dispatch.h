@@ -5,7 +5,7 @@
 //   owner: parse_dispatch()        -> experts run on the records' rows -> [exchange back] ->
 //   home: combine_expert_outputs() -> y
 //
-// Wire record of one assignment (dispatch): int32 expert id, int32 zero, then the token's
+// Wire record of one assignment (dispatch): int32 slot id (ExpertPlacement), int32 zero, then the token's
 // activation row as `hidden` f32 values (as the single-process kernel reads it, so results are
 // bitwise the same). Return: one f32 row of `hidden` values per received record, in the order
 // received (the expert's output before the routing weight).
@@ -23,11 +23,14 @@ namespace deepinfer {
 inline int64_t dispatch_record_bytes(int64_t hidden) { return 8 + hidden * 4; }
 inline int64_t return_record_bytes(int64_t hidden) { return hidden * 4; }
 
-// The home rank's side: assignments a = r * top_k + j of rows r < m, grouped by owner rank.
+// The home rank's side: assignments a = r * top_k + j of rows r < m, each to the slot
+// ExpertPlacement::slot_for picks (an expert's assignments in order of a take turns over its
+// copies), grouped by the slot's rank.
 struct DispatchPlan {
   std::vector<int64_t> n_send;      // [n_ranks]: assignments sent to each rank
   std::vector<int32_t> send_order;  // [m * top_k]: assignment of each sent record, by rank, then a ascending
-  std::vector<int64_t> slot;        // [m * top_k]: position of assignment a in send_order
+  std::vector<int64_t> position;    // [m * top_k]: position of assignment a in send_order
+  std::vector<int32_t> slot;        // [m * top_k]: the slot computing assignment a
 
   // ids: [m, top_k] expert ids, each < placement.n_experts() (checked).
   static DispatchPlan make(std::span<const int32_t> ids, const ExpertPlacement& placement);
@@ -43,12 +46,12 @@ struct ReceivedRecords {
   int64_t n = 0;
   const float* x = nullptr;         // row i at x + i * ldx (inside the received bytes)
   int64_t ldx = 0;                  // dispatch_record_bytes(hidden) / 4
-  std::vector<int32_t> local_ids;   // [n]: each record's expert as an index into local_experts()
+  std::vector<int32_t> local_ids;   // [n]: each record's slot as an index into local_slots()
 };
 
-// Checks every record (whole records only, each naming an expert this rank holds: an error
-// names the first that does not) and indexes them. `bytes` must stay alive while x is read.
-// `local_index`: [n_experts], an expert's index in placement.local_experts(), or -1.
+// Checks every record (whole records only, each naming a slot on this rank: an error names the
+// first that does not) and indexes them. `bytes` must stay alive while x is read.
+// `local_index`: [n_slots], a slot's index in placement.local_slots(), or -1.
 Result<ReceivedRecords> parse_dispatch(std::span<const uint8_t> bytes, int64_t hidden,
                                        std::span<const int32_t> local_index);
 

@@ -15,19 +15,38 @@
 
 namespace deepinfer {
 
+// Where the routed experts of one MoE layer live: physical slots, each holding one expert on
+// one rank. Every expert has at least one slot; more than one (redundant copies, from EPLB:
+// model/eplb.h) share its rows. Any copy computes a row bitwise alike, so the placement never
+// changes outputs.
 struct ExpertPlacement {
   int n_ranks = 1;
-  int rank = 0;                // this process's rank in [0, n_ranks)
-  std::vector<int32_t> owner;  // [n_routed_experts]: the rank holding each routed expert
+  int rank = 0;                            // this process's rank in [0, n_ranks)
+  std::vector<int32_t> slot_expert;        // [n_slots]: the expert each slot holds
+  std::vector<int32_t> slot_rank;          // [n_slots]: the rank holding each slot
+  std::vector<std::vector<int32_t>> replicas;  // [n_experts]: an expert's slots, ascending
 
-  // Contiguous slices: expert e on rank e * n_ranks / n_experts (rank r holds
-  // [ceil(r * E / N), ceil((r + 1) * E / N))). An error unless 1 <= n_ranks <= n_experts.
+  // One slot per expert, in contiguous slices: expert e on rank e * n_ranks / n_experts. An
+  // error unless 1 <= n_ranks <= n_experts.
   static Result<ExpertPlacement> contiguous(int n_experts, int n_ranks, int rank);
+  // Checks (every expert in a slot, every id and rank in range) and derives `replicas`.
+  static Result<ExpertPlacement> from_slots(int n_experts, int n_ranks, int rank, std::vector<int32_t> slot_expert,
+                                            std::vector<int32_t> slot_rank);
 
-  int n_experts() const { return int(owner.size()); }
-  bool holds(int expert) const { return owner[size_t(expert)] == rank; }
-  // The experts this rank holds, ascending; an expert's local index is its position here.
-  std::vector<int32_t> local_experts() const;
+  int n_experts() const { return int(replicas.size()); }
+  int n_slots() const { return int(slot_expert.size()); }
+  // Whether a slot of `expert` is on this rank.
+  bool holds(int expert) const;
+  // The experts with a slot here, ascending, once each.
+  std::vector<int32_t> held_experts() const;
+  // The slots on this rank, ascending; a slot's local index is its position here.
+  std::vector<int32_t> local_slots() const;
+  // The slot that computes the k-th assignment of `expert` in one dispatch from this rank: the
+  // copies take turns, starting at an offset given by the rank.
+  int32_t slot_for(int expert, int64_t k) const {
+    const std::vector<int32_t>& r = replicas[size_t(expert)];
+    return r[size_t((k + rank) % int64_t(r.size()))];
+  }
 };
 
 // A group of ranks that exchange byte blocks all-to-all. Every rank must make the same

@@ -1,24 +1,94 @@
 #include "model/expert_parallel_moe.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/check.h"
 #include "model/scratch.h"
 
 namespace deepinfer {
 
-ExpertParallelMoe::ExpertParallelMoe(ExpertGroup& group, ExpertPlacement placement, Backend& backend)
-    : group_(group), placement_(std::move(placement)), backend_(backend) {
-  DI_CHECK(placement_.n_ranks == group_.size() && placement_.rank == group_.rank());
-  local_experts_ = placement_.local_experts();
-  local_index_.assign(size_t(placement_.n_experts()), -1);
-  for (size_t i = 0; i < local_experts_.size(); ++i) local_index_[size_t(local_experts_[i])] = int32_t(i);
+ExpertParallelMoe::ExpertParallelMoe(ExpertGroup& group, std::vector<int32_t> moe_layers, const ExpertPlacement& initial,
+                                     const EplbOptions& eplb, int n_expert_groups, ExpertLoad* load, Backend& backend)
+    : group_(group),
+      moe_layers_(std::move(moe_layers)),
+      placements_(moe_layers_.size(), initial),
+      eplb_(eplb),
+      n_expert_groups_(n_expert_groups),
+      load_(load),
+      backend_(backend) {
+  DI_CHECK(initial.n_ranks == group_.size() && initial.rank == group_.rank());
+  counts_.assign(moe_layers_.size(), std::vector<int64_t>(size_t(initial.n_experts()), 0));
+  if (load_) {
+    load_->init(initial.n_ranks, initial.rank, moe_layers_, initial.n_experts());
+    for (size_t i = 0; i < moe_layers_.size(); ++i) load_->set_placement(int(i), initial.slot_expert, initial.slot_rank);
+  }
 }
 
-void ExpertParallelMoe::run(const float* x, int64_t ldx, int64_t m, int64_t hidden, int top_k, const int32_t* ids,
-                            const float* weights, std::span<const MlpWeightRefs> experts, const MlpWeightRefs* shared,
-                            float* y, int64_t ldy) {
-  DI_CHECK(int(experts.size()) == placement_.n_experts() && top_k > 0);
+int ExpertParallelMoe::index_of(int layer) const {
+  const auto it = std::find(moe_layers_.begin(), moe_layers_.end(), layer);
+  DI_CHECK(it != moe_layers_.end());
+  return int(it - moe_layers_.begin());
+}
+
+void ExpertParallelMoe::begin_forward(const Rebind& rebind) {
+  if (eplb_.interval <= 0 || !group_.health().ok()) return;
+  if (++n_forwards_ % eplb_.interval != 0) return;
+  if (Status s = rebalance(rebind); !s.ok()) group_.fail(s);
+}
+
+Status ExpertParallelMoe::rebalance(const Rebind& rebind) {
+  // This rank's tokens per expert over the window, then the group's (every rank sends its own to
+  // every rank and adds up the same numbers).
+  periods_.push_back(counts_);
+  for (auto& c : counts_) std::fill(c.begin(), c.end(), 0);
+  const size_t n_periods = size_t(std::max(1, (eplb_.window + eplb_.interval - 1) / eplb_.interval));
+  while (periods_.size() > n_periods) periods_.pop_front();
+  const size_t n_layers = moe_layers_.size(), n_experts = size_t(placements_[0].n_experts());
+  std::vector<int64_t> mine(n_layers * n_experts, 0);
+  for (const auto& period : periods_)
+    for (size_t i = 0; i < n_layers; ++i)
+      for (size_t e = 0; e < n_experts; ++e) mine[i * n_experts + e] += period[i][e];
+  const int n_ranks = group_.size();
+  const int64_t bytes = int64_t(mine.size() * sizeof(int64_t));
+  std::vector<uint8_t> send(size_t(bytes * n_ranks)), recv(size_t(bytes * n_ranks));
+  for (int r = 0; r < n_ranks; ++r) std::memcpy(send.data() + r * bytes, mine.data(), size_t(bytes));
+  const std::vector<int64_t> block(size_t(n_ranks), bytes);
+  DI_RETURN_IF_ERROR(group_.exchange(send, block, recv, block));
+  std::vector<int64_t> total(mine.size(), 0);
+  for (int r = 0; r < n_ranks; ++r) {
+    const int64_t* theirs = reinterpret_cast<const int64_t*>(recv.data() + r * bytes);
+    for (size_t k = 0; k < total.size(); ++k) total[k] += theirs[k];
+  }
+
+  for (size_t i = 0; i < n_layers; ++i) {
+    const std::span<const int64_t> loads(total.data() + i * n_experts, n_experts);
+    if (load_) load_->set_window(int(i), loads);
+    if (std::all_of(loads.begin(), loads.end(), [](int64_t v) { return v == 0; })) continue;  // nothing to weigh
+    const ExpertPlacement& old = placements_[i];
+    DI_ASSIGN_OR_RETURN(EplbPlacement plan,
+                        eplb_placement(loads, old.n_slots(), n_ranks, n_expert_groups_, /*n_nodes=*/1));
+    DI_ASSIGN_OR_RETURN(ExpertPlacement next, ExpertPlacement::from_slots(int(n_experts), n_ranks, old.rank,
+                                                                          std::move(plan.slot_expert),
+                                                                          std::move(plan.slot_rank)));
+    if (next.slot_expert == old.slot_expert && next.slot_rank == old.slot_rank) continue;
+    DI_RETURN_IF_ERROR(rebind(moe_layers_[i], next.held_experts()));
+    if (load_) load_->set_placement(int(i), next.slot_expert, next.slot_rank);
+    placements_[i] = std::move(next);
+  }
+  if (load_) load_->count_rebalance();
+  return Status::Ok();
+}
+
+void ExpertParallelMoe::run(int layer, const float* x, int64_t ldx, int64_t m, int64_t hidden, int top_k,
+                            const int32_t* ids, const float* weights, std::span<const MlpWeightRefs> experts,
+                            const MlpWeightRefs* shared, float* y, int64_t ldy) {
+  const int i = index_of(layer);
+  const ExpertPlacement& placement = placements_[size_t(i)];
+  DI_CHECK(int(experts.size()) == placement.n_experts() && top_k > 0);
+  const size_t n_assign = size_t(m * top_k);
+  for (size_t a = 0; a < n_assign; ++a) ++counts_[size_t(i)][size_t(ids[a])];
+  if (load_) load_->add_routed(i, {ids, n_assign});
   const float* shared_out = nullptr;
   if (shared && m > 0) {  // as the kernel's shared group computes it: gate/up + SiLU, then down
     const int64_t inter = shared->gate->n_out;
@@ -28,25 +98,25 @@ void ExpertParallelMoe::run(const float* x, int64_t ldx, int64_t m, int64_t hidd
     backend_.linear({act, inter, m, shared->down, out, hidden});
     shared_out = out;
   }
-  if (Status s = exchange_and_compute(x, ldx, m, hidden, top_k, ids, experts); !s.ok()) {
+  if (Status s = exchange_and_compute(placement, x, ldx, m, hidden, top_k, ids, experts); !s.ok()) {
     group_.fail(s);
     for (int64_t r = 0; r < m; ++r) std::fill_n(y + r * ldy, hidden, 0.0f);
     return;
   }
-  const size_t n_assign = size_t(m * top_k);
   combine_expert_outputs(plan_, {ids, n_assign}, {weights, n_assign}, top_k,
                          reinterpret_cast<const float*>(back_recv_.data()), shared_out, hidden, y, ldy);
 }
 
-Status ExpertParallelMoe::exchange_and_compute(const float* x, int64_t ldx, int64_t m, int64_t hidden, int top_k,
-                                               const int32_t* ids, std::span<const MlpWeightRefs> experts) {
+Status ExpertParallelMoe::exchange_and_compute(const ExpertPlacement& placement, const float* x, int64_t ldx,
+                                               int64_t m, int64_t hidden, int top_k, const int32_t* ids,
+                                               std::span<const MlpWeightRefs> experts) {
   DI_RETURN_IF_ERROR(group_.health());
-  const int n_ranks = placement_.n_ranks;
+  const int n_ranks = placement.n_ranks;
   const size_t n_assign = size_t(m * top_k);
   const int64_t rec = dispatch_record_bytes(hidden), back = return_record_bytes(hidden);
 
   // Dispatch: counts, then the records.
-  plan_ = DispatchPlan::make({ids, n_assign}, placement_);
+  plan_ = DispatchPlan::make({ids, n_assign}, placement);
   send_.resize(n_assign * size_t(rec));
   pack_dispatch(plan_, x, ldx, hidden, {ids, n_assign}, top_k, send_);
   n_recv_.assign(size_t(n_ranks), 0);
@@ -65,16 +135,20 @@ Status ExpertParallelMoe::exchange_and_compute(const float* x, int64_t ldx, int6
   recv_.resize(size_t(n_received * rec));
   DI_RETURN_IF_ERROR(group_.exchange(send_, send_bytes_, recv_, recv_bytes_));
 
-  // The held experts on every received row (top_k 1, weight 1: the kernel's 0 + out * 1 is out).
+  // This rank's slots on every received row (top_k 1, weight 1: the kernel's 0 + out * 1 is out).
+  const std::vector<int32_t> local_slots = placement.local_slots();
+  local_index_.assign(size_t(placement.n_slots()), -1);
+  for (size_t k = 0; k < local_slots.size(); ++k) local_index_[size_t(local_slots[k])] = int32_t(k);
   DI_ASSIGN_OR_RETURN(ReceivedRecords in, parse_dispatch(recv_, hidden, local_index_));
   back_send_.resize(size_t(n_received * back));
   if (in.n > 0) {
     local_refs_.clear();
-    for (const int32_t e : local_experts_) local_refs_.push_back(experts[size_t(e)]);
+    for (const int32_t s : local_slots) local_refs_.push_back(experts[size_t(placement.slot_expert[size_t(s)])]);
     ones_.assign(size_t(in.n), 1.0f);
     backend_.moe({in.x, in.ldx, in.n, local_refs_.data(), int(local_refs_.size()), 1, in.local_ids.data(), ones_.data(),
                   nullptr, reinterpret_cast<float*>(back_send_.data()), hidden});
   }
+  if (load_) load_->add_computed(in.n);
 
   // Combine's inputs come back in the order they were sent.
   for (int r = 0; r < n_ranks; ++r) {

@@ -57,7 +57,7 @@ std::string EpRuntime::summary() const {
     if (line.rfind("VmRSS:", 0) == 0) rss = value();
     if (line.rfind("VmHWM:", 0) == 0) hwm = value();
   }
-  const ExchangeStats s = group_->stats();
+  const ExchangeStats s = group_->stats();  // copied under the group's lock
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "rank %d/%d: VmRSS %s (peak %s); %llu expert exchanges (+%llu count exchanges), %.3f MB sent to "
@@ -65,7 +65,11 @@ std::string EpRuntime::summary() const {
                 rank(), size(), rss.c_str(), hwm.c_str(), static_cast<unsigned long long>(s.n_exchanges),
                 static_cast<unsigned long long>(s.n_counts), double(s.bytes_sent) / 1e6, double(s.bytes_to_self) / 1e6,
                 s.seconds_exchanging, static_cast<unsigned long long>(s.n_agreements));
-  return buf;
+  std::string out = buf;
+  const ExpertLoad::Snapshot load = load_.snapshot();
+  out += "; expert rows computed here per period between rebalances:";
+  for (const int64_t rows : load.computed_per_period) out += " " + std::to_string(rows);
+  return out;
 }
 
 EpRuntime::~EpRuntime() {

@@ -13,6 +13,7 @@
 
 #include "core/status.h"
 #include "dist/ep/mpi_group.h"
+#include "model/expert_load.h"
 
 namespace deepinfer {
 
@@ -29,15 +30,19 @@ class EpRuntime {
   EpRuntime& operator=(const EpRuntime&) = delete;
 
   MpiGroup& group() { return *group_; }
+  // Where the model publishes this rank's expert loads (ModelOptions::expert_load).
+  ExpertLoad& load() { return load_; }
   int rank() const { return group_->rank(); }
   int size() const { return group_->size(); }
-  // One line for the log: this rank, its resident memory (VmRSS and peak VmHWM) and what its
-  // exchanges cost (ExchangeStats).
+  // One line for the log: this rank, its resident memory (VmRSS and peak VmHWM), what its
+  // exchanges cost (ExchangeStats) and the rows its experts computed per period between EPLB
+  // rebalances.
   std::string summary() const;
 
  private:
   EpRuntime() = default;
   std::unique_ptr<MpiGroup> group_;
+  ExpertLoad load_;
 };
 
 }  // namespace deepinfer

@@ -93,6 +93,7 @@ Status MpiGroup::exchange_counts(std::span<const int64_t> send, std::span<int64_
   DI_RETURN_IF_ERROR(check(MPI_Ialltoall(send.data(), 1, MPI_INT64_T, recv.data(), 1, MPI_INT64_T, comm_, &request),
                            "the count exchange"));
   Status s = wait(request, "a count exchange");
+  std::lock_guard lock(mu_);
   ++stats_.n_counts;
   stats_.seconds_exchanging += std::chrono::duration<double>(Clock::now() - start).count();
   return s;
@@ -115,6 +116,7 @@ Status MpiGroup::exchange(std::span<const uint8_t> send, std::span<const int64_t
                                           recv_counts_.data(), recv_displs_.data(), MPI_BYTE, comm_, &request),
                            "the expert exchange"));
   Status s = wait(request, "an expert exchange");
+  std::lock_guard lock(mu_);
   ++stats_.n_exchanges;
   for (int r = 0; r < size_; ++r) (r == rank_ ? stats_.bytes_to_self : stats_.bytes_sent) += uint64_t(send_counts_[size_t(r)]);
   stats_.seconds_exchanging += std::chrono::duration<double>(Clock::now() - start).count();
@@ -128,6 +130,7 @@ Result<StepGroup::Agreement> MpiGroup::agree(bool has_work, bool stopping) {
   MPI_Request request;
   DI_RETURN_IF_ERROR(check(MPI_Iallreduce(mine, all, 2, MPI_INT, MPI_MAX, comm_, &request), "the step agreement"));
   DI_RETURN_IF_ERROR(wait(request, "a step agreement"));
+  std::lock_guard lock(mu_);
   ++stats_.n_agreements;
   return Agreement{all[0] != 0, all[1] == 0};
 }

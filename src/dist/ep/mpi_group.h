@@ -50,7 +50,10 @@ class MpiGroup final : public ExpertGroup, public StepGroup {
 
   // Collective: rank 0 gets every rank's string (in rank order); the others get an empty list.
   Result<std::vector<std::string>> gather_to_root(const std::string& mine);
-  ExchangeStats stats() const { return stats_; }
+  ExchangeStats stats() const {  // from any thread
+    std::lock_guard lock(mu_);
+    return stats_;
+  }
   double timeout_seconds() const { return timeout_seconds_; }
 
  private:
@@ -61,9 +64,9 @@ class MpiGroup final : public ExpertGroup, public StepGroup {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   double timeout_seconds_;
-  ExchangeStats stats_;
+  ExchangeStats stats_;  // guarded by mu_
   std::vector<int> send_counts_, send_displs_, recv_counts_, recv_displs_;
-  mutable std::mutex mu_;  // guards failure_ (health() is read from other threads, e.g. /health)
+  mutable std::mutex mu_;  // guards failure_ and stats_ (read from other threads: /health, /metrics)
   Status failure_;
 };
 

@@ -38,6 +38,23 @@ void prefault(const MlpWeights& m) {
   prefault(m.down);
 }
 
+// Drops a weight's pages from this process (the whole pages inside it; neighbours keep theirs):
+// an expert that moved to another rank stops counting in this one's resident memory. Reads would
+// fault the pages in again from the file.
+void release(const LinearWeight& w) {
+  const size_t bytes = size_t(w.n_out * w.n_in) * dtype_size(w.dtype);
+  constexpr uintptr_t kPage = 4096;
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(w.data) + kPage - 1) & ~(kPage - 1);
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(w.data) + bytes) & ~(kPage - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
+void release(const MlpWeights& m) {
+  release(m.gate);
+  release(m.up);
+  release(m.down);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<DeepseekModel>> DeepseekModel::Load(const std::string& model_dir, const ModelOptions& options,
@@ -47,8 +64,17 @@ Result<std::unique_ptr<DeepseekModel>> DeepseekModel::Load(const std::string& mo
   std::optional<ExpertPlacement> placement;
   if (ExpertGroup* group = options.expert_group) {
     if (config.n_routed_experts == 0) return Status::Error("expert parallelism needs a model with routed experts");
-    DI_ASSIGN_OR_RETURN(ExpertPlacement p, ExpertPlacement::contiguous(config.n_routed_experts, group->size(), group->rank()));
-    placement = std::move(p);
+    if (options.eplb.redundant_experts > 0) {  // the copies go to the first experts until loads are known
+      const std::vector<int64_t> no_load(size_t(config.n_routed_experts), 0);
+      DI_ASSIGN_OR_RETURN(EplbPlacement slots, eplb_placement(no_load, config.n_routed_experts + options.eplb.redundant_experts,
+                                                              group->size(), 1, 1));
+      DI_ASSIGN_OR_RETURN(ExpertPlacement p, ExpertPlacement::from_slots(config.n_routed_experts, group->size(), group->rank(),
+                                                                         std::move(slots.slot_expert), std::move(slots.slot_rank)));
+      placement = std::move(p);
+    } else {
+      DI_ASSIGN_OR_RETURN(ExpertPlacement p, ExpertPlacement::contiguous(config.n_routed_experts, group->size(), group->rank()));
+      placement = std::move(p);
+    }
   }
   if (options.mtp_drafting && placement)
     return Status::Error("MTP drafting (--speculative mtp) does not run with expert parallelism");
@@ -59,7 +85,14 @@ Result<std::unique_ptr<DeepseekModel>> DeepseekModel::Load(const std::string& mo
   if (options.activation_dtype == DType::BF16) weights->use_bf16_activations();
   std::unique_ptr<DeepseekModel> model(
       new DeepseekModel(std::move(config), std::move(ckpt), std::move(weights), options, backend));
-  if (placement) model->ep_ = std::make_unique<ExpertParallelMoe>(*options.expert_group, std::move(*placement), backend);
+  if (placement) {
+    std::vector<int32_t> moe_layers;
+    for (int l = 0; l < model->config_.num_hidden_layers; ++l)
+      if (model->weights_->layers[size_t(l)].is_moe) moe_layers.push_back(l);
+    model->ep_ = std::make_unique<ExpertParallelMoe>(*options.expert_group, std::move(moe_layers), *placement, options.eplb,
+                                                     std::max(1, model->config_.n_group), options.expert_load, backend);
+    model->model_dir_ = model_dir;
+  }
   return model;
 }
 
@@ -110,10 +143,11 @@ void DeepseekModel::forward(const ForwardBatch& b, const KvCacheView& kv, float*
     DI_CHECK(b.token_ids[size_t(r)] >= 0 && b.token_ids[size_t(r)] < c.vocab_size);
     DI_CHECK(b.positions[size_t(r)] >= 0 && b.positions[size_t(r)] < c.max_position_embeddings);
   }
+  if (ep_) ep_->begin_forward([this](int layer, std::span<const int32_t> held) { return rebind_experts(layer, held); });
   if (n == 0) {  // an idle rank of an expert-parallel group still takes part in every MoE exchange
     if (ep_)
-      for (const LayerWeights& L : weights_->layers)
-        if (L.is_moe) moe(L.moe, nullptr, 0, nullptr);
+      for (int l = 0; l < c.num_hidden_layers; ++l)
+        if (weights_->layers[size_t(l)].is_moe) moe(weights_->layers[size_t(l)].moe, nullptr, 0, nullptr);
     return;
   }
 
@@ -195,6 +229,16 @@ void DeepseekModel::dense_mlp(const MlpWeights& w, const float* h, int64_t n, in
   backend_.linear({act, inter, n, &w.down, out, d});
 }
 
+Status DeepseekModel::rebind_experts(int layer, std::span<const int32_t> held) {
+  std::vector<MlpWeights> dropped;
+  DI_ASSIGN_OR_RETURN(const std::vector<int32_t> bound,
+                      weights_->rebind_experts(ckpt_, config_, model_dir_, layer, held, dropped));
+  const MoeWeights& m = weights_->layers[size_t(layer)].moe;
+  for (const int32_t e : bound) prefault(m.experts[size_t(e)]);
+  for (const MlpWeights& e : dropped) release(e);
+  return Status::Ok();
+}
+
 void DeepseekModel::moe(const MoeWeights& w, const float* h, int64_t n, float* out) {
   const ModelConfig& c = config_;
   const int64_t d = c.hidden_size, E = c.n_routed_experts, k = c.num_experts_per_tok;
@@ -208,8 +252,10 @@ void DeepseekModel::moe(const MoeWeights& w, const float* h, int64_t n, float* o
   s_.experts.resize(w.experts.size());  // this layer's expert weights
   for (size_t e = 0; e < w.experts.size(); ++e) s_.experts[e] = {&w.experts[e].gate, &w.experts[e].up, &w.experts[e].down};
   const MlpWeightRefs shared{&w.shared.gate, &w.shared.up, &w.shared.down};
-  if (ep_) {
-    ep_->run(h, d, n, d, int(k), ids, weights, s_.experts, w.has_shared ? &shared : nullptr, out, d);
+  if (ep_) {  // the decoder's layers only (the MTP layer does not run expert-parallel)
+    int layer = 0;
+    while (&weights_->layers[size_t(layer)].moe != &w) ++layer;
+    ep_->run(layer, h, d, n, d, int(k), ids, weights, s_.experts, w.has_shared ? &shared : nullptr, out, d);
     return;
   }
   backend_.moe({h, d, n, s_.experts.data(), int(E), int(k), ids, weights, w.has_shared ? &shared : nullptr, out, d});

@@ -60,6 +60,8 @@ class DeepseekModel final : public CausalLM {
   void ffn(const LayerWeights& L, const float* h, int64_t n, float* out);  // dense MLP or MoE
   void dense_mlp(const MlpWeights& w, const float* h, int64_t n, int64_t inter, float* out);
   void moe(const MoeWeights& w, const float* h, int64_t n, float* out);
+  // Expert parallelism: binds exactly `held` of a layer's routed experts (ExpertParallelMoe::Rebind).
+  Status rebind_experts(int layer, std::span<const int32_t> held);
   MlaCacheLayout cache_layout(DType cache_dtype) const {
     return {cache_dtype, config_.kv_lora_rank, config_.qk_rope_head_dim};
   }
@@ -78,6 +80,7 @@ class DeepseekModel final : public CausalLM {
   YarnRope rope_;
   CausalLMInfo info_;
   std::unique_ptr<ExpertParallelMoe> ep_;  // with ModelOptions::expert_group: routed experts across ranks
+  std::string model_dir_;                  // for rebinding experts
 
   struct Scratch {  // reused across steps; sized on demand
     std::vector<float> x, h, q_a, q, kv_a, latent, q_latent, o_latent, o, tmp, act, router_logits,

@@ -184,6 +184,37 @@ Result<std::unique_ptr<DeepseekWeights>> DeepseekWeights::Bind(const Checkpoint&
   return w;
 }
 
+Result<std::vector<int32_t>> DeepseekWeights::rebind_experts(const Checkpoint& ckpt, const ModelConfig& c,
+                                                             const std::string& model_dir, int layer,
+                                                             std::span<const int32_t> held,
+                                                             std::vector<MlpWeights>& dropped) {
+  MoeWeights& m = layers[size_t(layer)].moe;
+  DType up_act = DType::F32, down_act = DType::F32;
+  const MlpWeights* like = m.has_shared ? &m.shared : nullptr;
+  for (const MlpWeights& e : m.experts)
+    if (!like && e.gate.data) like = &e;
+  if (like) up_act = like->gate.act_dtype, down_act = like->down.act_dtype;
+  WeightBinder b(ckpt, c, model_dir, *this);
+  const std::string p = "model.layers." + std::to_string(layer) + ".mlp.experts.";
+  std::vector<int32_t> bound;
+  std::vector<MlpWeights> next(m.experts.size());
+  for (const int32_t e : held) {
+    if (m.experts[size_t(e)].gate.data) {
+      next[size_t(e)] = m.experts[size_t(e)];
+      continue;
+    }
+    next[size_t(e)] = b.mlp(p + std::to_string(e) + ".", c.hidden_size, c.moe_intermediate_size);
+    if (!b.status().ok()) return b.status();
+    next[size_t(e)].gate.act_dtype = next[size_t(e)].up.act_dtype = up_act;
+    next[size_t(e)].down.act_dtype = down_act;
+    bound.push_back(e);
+  }
+  for (size_t e = 0; e < m.experts.size(); ++e)
+    if (m.experts[e].gate.data && !next[e].gate.data) dropped.push_back(m.experts[e]);
+  m.experts = std::move(next);
+  return bound;
+}
+
 void DeepseekWeights::use_bf16_activations() {
   auto set = [](LinearWeight& w) {
     if (w.data && w.dtype == DType::BF16) w.act_dtype = DType::BF16;

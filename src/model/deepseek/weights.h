@@ -5,6 +5,7 @@
 
 #include <deque>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -79,6 +80,13 @@ struct DeepseekWeights {
                                                        const std::string& model_dir,
                                                        const ExpertPlacement* placement = nullptr,
                                                        bool bind_mtp = false);
+
+  // Expert parallelism: binds exactly the routed experts `held` (ascending) of MoE layer `layer`,
+  // checked as Bind checks them, with the activation dtype of the layer's shared experts (or of
+  // an expert bound before). Returns the experts it newly bound and unbinds the rest; the
+  // caller releases their pages (the mapping stays).
+  Result<std::vector<int32_t>> rebind_experts(const Checkpoint& ckpt, const ModelConfig& c, const std::string& model_dir,
+                                              int layer, std::span<const int32_t> held, std::vector<MlpWeights>& dropped);
 
   // Sets act_dtype BF16 on every bf16 linear weight that the model multiplies through linear,
   // swiglu or moe (ModelOptions::activation_dtype): all but the embedding, the routers and

@@ -14,16 +14,32 @@ namespace {
 TEST(ExpertPlacement, ContiguousSlicesCoverEveryExpertOnce) {
   auto p = ExpertPlacement::contiguous(10, 4, 1);
   ASSERT_TRUE(p.ok()) << p.status().message();
-  EXPECT_EQ(p->owner, (std::vector<int32_t>{0, 0, 0, 1, 1, 2, 2, 2, 3, 3}));
-  EXPECT_EQ(p->local_experts(), (std::vector<int32_t>{3, 4}));
+  EXPECT_EQ(p->slot_rank, (std::vector<int32_t>{0, 0, 0, 1, 1, 2, 2, 2, 3, 3}));
+  EXPECT_EQ(p->slot_expert, (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  EXPECT_EQ(p->held_experts(), (std::vector<int32_t>{3, 4}));
+  EXPECT_EQ(p->local_slots(), (std::vector<int32_t>{3, 4}));
   EXPECT_TRUE(p->holds(4));
   EXPECT_FALSE(p->holds(5));
   for (int n = 1; n <= 16; ++n) {  // every rank holds at least one expert, in order
     auto q = ExpertPlacement::contiguous(16, n, 0);
     ASSERT_TRUE(q.ok());
-    for (int r = 0; r < n; ++r) EXPECT_NE(std::count(q->owner.begin(), q->owner.end(), r), 0) << n;
-    EXPECT_TRUE(std::is_sorted(q->owner.begin(), q->owner.end()));
+    for (int r = 0; r < n; ++r) EXPECT_NE(std::count(q->slot_rank.begin(), q->slot_rank.end(), r), 0) << n;
+    EXPECT_TRUE(std::is_sorted(q->slot_rank.begin(), q->slot_rank.end()));
   }
+}
+
+TEST(ExpertPlacement, CopiesTakeTurnsOffsetByRank) {
+  // Expert 1 in slots 1 and 3 (ranks 0 and 1).
+  auto p = ExpertPlacement::from_slots(3, 2, 1, {0, 1, 2, 1}, {0, 0, 1, 1});
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->replicas[1], (std::vector<int32_t>{1, 3}));
+  EXPECT_EQ(p->slot_for(1, 0), 3);  // (k + rank) % copies
+  EXPECT_EQ(p->slot_for(1, 1), 1);
+  EXPECT_EQ(p->slot_for(0, 7), 0);
+  EXPECT_EQ(p->held_experts(), (std::vector<int32_t>{1, 2}));
+  EXPECT_FALSE(ExpertPlacement::from_slots(3, 2, 0, {0, 1, 1}, {0, 0, 1}).ok());  // expert 2 nowhere
+  EXPECT_FALSE(ExpertPlacement::from_slots(3, 2, 0, {0, 1, 2}, {0, 0, 2}).ok());  // rank 2 of 2
+  EXPECT_FALSE(ExpertPlacement::from_slots(3, 2, 0, {0, 1, 3}, {0, 0, 1}).ok());  // expert 3 of 3
 }
 
 TEST(ExpertPlacement, MoreRanksThanExpertsIsAnError) {
@@ -43,7 +59,18 @@ TEST(DispatchPlan, CountsOrderAndSlots) {
   EXPECT_EQ(plan.n_send, (std::vector<int64_t>{2, 2, 0, 2}));
   // By rank, then assignment ascending.
   EXPECT_EQ(plan.send_order, (std::vector<int32_t>{1, 4, 2, 3, 0, 5}));
-  for (size_t i = 0; i < plan.send_order.size(); ++i) EXPECT_EQ(plan.slot[size_t(plan.send_order[i])], int64_t(i));
+  for (size_t i = 0; i < plan.send_order.size(); ++i) EXPECT_EQ(plan.position[size_t(plan.send_order[i])], int64_t(i));
+  EXPECT_EQ(plan.slot, ids);  // one slot per expert, slot e holding expert e
+}
+
+TEST(DispatchPlan, AnExpertsAssignmentsTakeTurnsOverItsCopies) {
+  // Expert 0 in slots 0 (rank 0) and 2 (rank 1); expert 1 in slot 1 (rank 0).
+  auto p = ExpertPlacement::from_slots(2, 2, 0, {0, 1, 0}, {0, 0, 1});
+  ASSERT_TRUE(p.ok());
+  const std::vector<int32_t> ids = {0, 1, 0, 1, 0, 1, 0, 1};  // top_k 2
+  const DispatchPlan plan = DispatchPlan::make(ids, *p);
+  EXPECT_EQ(plan.slot, (std::vector<int32_t>{0, 1, 2, 1, 0, 1, 2, 1}));
+  EXPECT_EQ(plan.n_send, (std::vector<int64_t>{6, 2}));
 }
 
 TEST(DispatchPlan, NoRowsSendsNothing) {
@@ -64,7 +91,7 @@ TEST(DispatchRecords, PackThenParseGivesEachAssignmentsRowAndLocalExpert) {
   pack_dispatch(plan, x.data(), ldx, hidden, ids, 2, bytes);
   // Rank 1's block: assignments 0 (row 0, expert 3) and 2 (row 1, expert 2).
   const size_t off = size_t(plan.n_send[0] * dispatch_record_bytes(hidden));
-  const std::vector<int32_t> local_index = {-1, -1, 0, 1};
+  const std::vector<int32_t> local_index = {-1, -1, 0, 1};  // by slot
   auto got = parse_dispatch(std::span<const uint8_t>(bytes).subspan(off), hidden, local_index);
   ASSERT_TRUE(got.ok()) << got.status().message();
   ASSERT_EQ(got->n, 2);

@@ -108,13 +108,13 @@ void run_group(const Layer& L, std::vector<Rows>& rows, int top_k) {
       ASSERT_TRUE(placement.ok());
       // Only the held experts are bound on this rank: the others' weights are absent.
       std::vector<MlpWeightRefs> refs(L.refs.size());
-      for (const int32_t e : placement->local_experts()) refs[size_t(e)] = L.refs[size_t(e)];
-      ExpertParallelMoe moe(group, *placement, cpu_backend());
+      for (const int32_t e : placement->held_experts()) refs[size_t(e)] = L.refs[size_t(e)];
+      ExpertParallelMoe moe(group, {0, 1}, *placement, EplbOptions{}, 1, nullptr, cpu_backend());
       Rows& r = rows[size_t(rank)];
       r.y.assign(size_t(r.m * L.hidden), -1.0f);
-      for (int repeat = 0; repeat < 2; ++repeat)  // scratch reused across layers and steps
-        moe.run(r.x.data(), L.hidden, r.m, L.hidden, top_k, r.ids.data(), r.weights.data(), refs, &L.shared_ref,
-                r.y.data(), L.hidden);
+      for (int layer = 0; layer < 2; ++layer)  // scratch reused across layers
+        moe.run(layer, r.x.data(), L.hidden, r.m, L.hidden, top_k, r.ids.data(), r.weights.data(), refs,
+                &L.shared_ref, r.y.data(), L.hidden);
       EXPECT_TRUE(group.health().ok()) << group.health().message();
       EXPECT_EQ(group.n_counts, 2);
       EXPECT_EQ(group.n_exchanges, 4);
@@ -162,18 +162,93 @@ TEST(ExpertParallelMoe, AFailedExchangeFailsTheGroupAndZeroesTheOutput) {
   test::ExchangeHub hub(1);
   test::FakeExpertGroup group(hub, 0);
   group.fail_at_call = 1;  // the dispatch payload, after the counts
-  ExpertParallelMoe moe(group, *ExpertPlacement::contiguous(4, 1, 0), cpu_backend());
+  ExpertParallelMoe moe(group, {0}, *ExpertPlacement::contiguous(4, 1, 0), EplbOptions{}, 1, nullptr, cpu_backend());
   r.y.assign(size_t(r.m * layer.hidden), 3.0f);
-  moe.run(r.x.data(), layer.hidden, r.m, layer.hidden, 2, r.ids.data(), r.weights.data(), layer.refs,
+  moe.run(0, r.x.data(), layer.hidden, r.m, layer.hidden, 2, r.ids.data(), r.weights.data(), layer.refs,
           &layer.shared_ref, r.y.data(), layer.hidden);
   ASSERT_FALSE(group.health().ok());
   EXPECT_NE(group.health().message().find("on purpose"), std::string::npos);
   for (const float v : r.y) ASSERT_EQ(v, 0.0f);
   // Later layers do not communicate at all.
-  moe.run(r.x.data(), layer.hidden, r.m, layer.hidden, 2, r.ids.data(), r.weights.data(), layer.refs,
+  moe.run(0, r.x.data(), layer.hidden, r.m, layer.hidden, 2, r.ids.data(), r.weights.data(), layer.refs,
           &layer.shared_ref, r.y.data(), layer.hidden);
   EXPECT_EQ(group.n_counts, 1);
   EXPECT_EQ(group.n_exchanges, 0);
+}
+
+TEST(ExpertParallelMoe, EplbMovesHotExpertsWhileOutputsStayBitwise) {
+  // 16 experts over 4 ranks with 4 redundant slots; every rank's rows all pick experts 0-3 (held
+  // by rank 0 at first, with the first 4 copies on ranks 0 and 1). A rebalance every 3 forwards
+  // over a window of 3 spreads copies of them over every rank.
+  std::mt19937 rng(11);
+  const int n_ranks = 4, n_experts = 16, top_k = 4;
+  const Layer layer(n_experts, 32, 16, DType::BF16, DType::F32, rng);
+  std::vector<std::vector<Rows>> forwards;  // [forward][rank]
+  for (int f = 0; f < 7; ++f) {
+    std::vector<Rows> per_rank;
+    for (int rank = 0; rank < n_ranks; ++rank) {
+      Rows r = random_rows(5, layer.hidden, 4, top_k, rng);  // ids among 0-3 only
+      per_rank.push_back(std::move(r));
+    }
+    forwards.push_back(std::move(per_rank));
+  }
+  test::ExchangeHub hub(n_ranks);
+  std::vector<ExpertLoad> loads(n_ranks);
+  std::vector<std::vector<std::vector<int32_t>>> rebinds(n_ranks);  // [rank][call]: held experts
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < n_ranks; ++rank) {
+    threads.emplace_back([&, rank] {
+      test::FakeExpertGroup group(hub, rank);
+      const std::vector<int64_t> no_load(n_experts, 0);
+      auto slots = eplb_placement(no_load, n_experts + 4, n_ranks, 1, 1);
+      auto initial = ExpertPlacement::from_slots(n_experts, n_ranks, rank, slots->slot_expert, slots->slot_rank);
+      ASSERT_TRUE(initial.ok());
+      std::vector<MlpWeightRefs> refs(layer.refs.size());
+      for (const int32_t e : initial->held_experts()) refs[size_t(e)] = layer.refs[size_t(e)];
+      ExpertParallelMoe moe(group, {3}, *initial, EplbOptions{4, 3, 3}, 1, &loads[size_t(rank)], cpu_backend());
+      const auto rebind = [&](int l, std::span<const int32_t> held) {
+        EXPECT_EQ(l, 3);
+        rebinds[size_t(rank)].emplace_back(held.begin(), held.end());
+        std::fill(refs.begin(), refs.end(), MlpWeightRefs{});
+        for (const int32_t e : held) refs[size_t(e)] = layer.refs[size_t(e)];
+        return Status::Ok();
+      };
+      for (auto& per_rank : forwards) {
+        moe.begin_forward(rebind);
+        Rows& r = per_rank[size_t(rank)];
+        r.y.assign(size_t(r.m * layer.hidden), -1.0f);
+        moe.run(3, r.x.data(), layer.hidden, r.m, layer.hidden, top_k, r.ids.data(), r.weights.data(), refs,
+                &layer.shared_ref, r.y.data(), layer.hidden);
+      }
+      EXPECT_TRUE(group.health().ok()) << group.health().message();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (size_t f = 0; f < forwards.size(); ++f)
+    for (int rank = 0; rank < n_ranks; ++rank) {
+      const Rows& r = forwards[f][size_t(rank)];
+      const std::vector<float> want = single_process(layer, r, top_k);
+      ASSERT_EQ(std::memcmp(r.y.data(), want.data(), want.size() * 4), 0) << "forward " << f << " rank " << rank;
+    }
+  // Forwards 0-1 ran on the initial placement (the 4 extra slots all copies of expert 0), 2-4
+  // after the first rebalance (two copies of each of experts 0-3, two per rank), 5-6 after the
+  // second (no change: the same loads). Rows computed per rank: uneven, then even (80 per
+  // forward over 4 ranks).
+  std::vector<int64_t> first, second;
+  for (int rank = 0; rank < n_ranks; ++rank) {
+    const ExpertLoad::Snapshot s = loads[size_t(rank)].snapshot();
+    ASSERT_EQ(s.n_rebalances, 2);
+    ASSERT_EQ(s.computed_per_period.size(), 3u);
+    first.push_back(s.computed_per_period[0]);
+    second.push_back(s.computed_per_period[1]);
+    EXPECT_EQ(rebinds[size_t(rank)].size(), 1u) << rank;  // the second rebalance changed nothing
+    int copies = 0;
+    for (int e = 0; e < 4; ++e) copies += s.copies[0][size_t(e)];
+    EXPECT_EQ(copies, 8);
+    EXPECT_EQ(s.window[0][0] + s.window[0][1] + s.window[0][2] + s.window[0][3], 3 * 4 * 5 * 4);
+  }
+  EXPECT_GE(*std::max_element(first.begin(), first.end()), 2 * 80 * 4 / 10);  // 40% of the rows on one rank
+  for (const int64_t v : second) EXPECT_EQ(v, 3 * 80 / 4);
 }
 
 }  // namespace

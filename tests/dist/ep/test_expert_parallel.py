@@ -122,3 +122,61 @@ def test_models_without_expert_parallelism_refuse_it(deepinfer_bin):
     out = generate(mpirun(2) + [deepinfer_bin], path, "--prompt-ids", "1,2", "--expert-parallel", "2")
     assert out.returncode != 0
     assert "DeepseekV4ForCausalLM does not run expert-parallel yet" in out.stderr
+
+
+def skewed_checkpoint(out):
+    """tiny-v3 with its routers' e_score_correction_bias raised by 2 for experts 0-3: selection
+    (biased scores, group-limited) then picks them for nearly every token, all on rank 0 of 4
+    under the contiguous placement. Routing weights still come from the unbiased scores."""
+    import numpy as np
+    shutil.copytree(ROOT / "tests" / "data" / "models" / "tiny-v3", out)
+    path = out / "model.safetensors"
+    data = bytearray(path.read_bytes())
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + n])
+    for name, t in header.items():
+        if name.endswith("e_score_correction_bias"):
+            assert t["dtype"] == "F32"
+            b, e = (8 + n + o for o in t["data_offsets"])
+            bias = np.frombuffer(bytes(data[b:e]), dtype="<f4").copy()
+            bias[:4] += 2.0
+            data[b:e] = bias.tobytes()
+    path.write_bytes(bytes(data))
+    return out
+
+
+def rows_per_period(stderr, n):
+    """Each rank's expert rows per period between rebalances, from its summary line."""
+    found = dict(re.findall(r"rank (\d)/\d: .*per period between rebalances:([ \d]+)", stderr))
+    assert len(found) == n, stderr
+    return [[int(v) for v in found[str(r)].split()] for r in range(n)]
+
+
+def test_eplb_rebalances_a_skewed_load_without_changing_outputs(deepinfer_bin, tmp_path):
+    model = skewed_checkpoint(tmp_path / "skewed")
+    args = ["--prompts-file", prompts_file(tmp_path, PROMPTS), "--max-tokens", "30"]
+    single = generate([deepinfer_bin], model, *args)
+    assert single.returncode == 0, single.stderr
+    fixed = generate(mpirun(4) + [deepinfer_bin], model, *args, "--expert-parallel", "4")
+    assert fixed.returncode == 0, fixed.stderr
+    assert fixed.stdout == single.stdout
+    [before] = zip(*rows_per_period(fixed.stderr, 4))  # one period: no rebalancing
+    assert max(before) > 3 * (sum(before) / 4), before  # rank 0 computes nearly everything
+    # Rebalanced every 5 steps over the last 5, with 4 redundant slots (5 per rank), while generating.
+    moving = generate(mpirun(4) + [deepinfer_bin], model, *args, "--expert-parallel", "4",
+                      "--eplb-redundant-experts", "4", "--eplb-interval", "5")
+    assert moving.returncode == 0, moving.stderr
+    assert moving.stdout == single.stdout
+    periods = list(zip(*rows_per_period(moving.stderr, 4)))
+    assert len(periods) >= 5, periods
+    for rows in periods[1:-1]:  # whole periods after the first rebalance
+        assert max(rows) < 1.6 * (sum(rows) / 4), periods
+
+
+def test_eplb_flags_are_checked(deepinfer_bin):
+    path = ROOT / "tests" / "data" / "models" / "tiny-v3"
+    out = generate([deepinfer_bin], path, "--prompt-ids", "1,2", "--eplb-interval", "4")
+    assert out.returncode == 1 and "--eplb-*: balances experts over the ranks of --expert-parallel N" in out.stderr
+    out = generate(mpirun(3) + [deepinfer_bin], path, "--prompt-ids", "1,2", "--expert-parallel", "3",
+                   "--eplb-redundant-experts", "1")
+    assert out.returncode != 0 and "17 expert slots must be at least the 16 experts and a multiple of the 3 ranks" in out.stderr

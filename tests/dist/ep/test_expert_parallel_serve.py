@@ -5,7 +5,9 @@ greedy and seeded, streaming, concurrently on all ranks; a rank stopped (SIGSTOP
 and /health answer 503 within --ep-timeout plus a margin, and every wait here is bounded."""
 import concurrent.futures
 import os
+import re
 import signal
+import urllib.request
 import sys
 import time
 
@@ -19,6 +21,11 @@ from server import Server, make_model  # noqa: E402
 pytestmark = pytest.mark.skipif(MPIRUN is None, reason="mpirun is missing (scripts/setup.sh installs openmpi-bin)")
 
 EP_TIMEOUT = 3
+
+
+def http_get(url):
+    with urllib.request.urlopen(url, timeout=30) as r:
+        return r.status, r.read().decode()
 PROMPTS = ["The capital of France is", "1, 2, 3,", "hello world", "Once upon a time"]
 
 
@@ -48,13 +55,17 @@ def answers(c):
     return out
 
 
-def test_every_rank_answers_as_a_single_server(deepinfer_bin, model):
+@pytest.fixture(scope="module")
+def want(deepinfer_bin, model):
     single = Server(deepinfer_bin, model)
     try:
-        want = answers(client(single.base))
+        return answers(client(single.base))
     finally:
         single.proc.send_signal(signal.SIGTERM)
         single.proc.wait(timeout=60)
+
+
+def test_every_rank_answers_as_a_single_server(deepinfer_bin, model, want):
     ep = EpServer(deepinfer_bin, model, 2, "--ep-timeout", "30")
     try:
         assert answers(client(ep.base(0))) == want
@@ -67,6 +78,30 @@ def test_every_rank_answers_as_a_single_server(deepinfer_bin, model):
         ep.stop()
     # Every rank drained and stopped (mpirun itself exits 1 when it is signalled).
     assert sum(line.strip() == "deepinfer: stopped" for line in ep.log) == 2, "".join(ep.log)
+
+
+def metric_values(text, name):
+    return {labels: float(v) for labels, v in re.findall(r"^" + name + r"(\{[^}]*\})? ([0-9.e+-]+)$", text, re.M)}
+
+
+def test_eplb_while_serving_keeps_answers_and_reports_loads(deepinfer_bin, model, want):
+    """Experts move every 3 steps (18 slots for 16 experts over 2 ranks) while requests run;
+    answers stay those of a single server, and /metrics reports loads per expert and rank."""
+    ep = EpServer(deepinfer_bin, model, 2, "--ep-timeout", "30", "--eplb-redundant-experts", "2", "--eplb-interval", "3")
+    try:
+        assert answers(client(ep.base(0))) == want
+        status, text = http_get(ep.base(0) + "/metrics")
+        assert status == 200
+    finally:
+        ep.stop()
+    assert metric_values(text, "deepinfer_ep_rebalances_total")[""] >= 1
+    routed = metric_values(text, "deepinfer_ep_expert_tokens_total")
+    assert len(routed) == 16 * 2 and sum(routed.values()) > 0  # 2 MoE layers of 16 experts
+    copies = metric_values(text, "deepinfer_ep_expert_copies")
+    assert sum(copies.values()) == 18 * 2 and min(copies.values()) >= 1
+    per_rank = metric_values(text, "deepinfer_ep_window_rank_tokens")
+    assert {k for k in per_rank if 'rank="1"' in k} and sum(per_rank.values()) > 0
+    assert metric_values(text, "deepinfer_ep_rank_rows_total")['{rank="0"}'] > 0
 
 
 def long_request(base):
