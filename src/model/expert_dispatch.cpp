@@ -44,6 +44,18 @@ void pack_dispatch(const DispatchPlan& plan, const float* x, int64_t ldx, int64_
   }
 }
 
+Status check_announced_counts(std::span<const int64_t> n_records, int64_t record_bytes) {
+  const int64_t limit = (int64_t(1) << 40) / record_bytes;
+  int64_t total = 0;
+  for (size_t r = 0; r < n_records.size(); ++r) {
+    if (n_records[r] < 0 || n_records[r] > limit - total)
+      return Status::Error("expert dispatch: rank " + std::to_string(r) + " announced " + std::to_string(n_records[r]) +
+                           " records");
+    total += n_records[r];
+  }
+  return Status::Ok();
+}
+
 Result<ReceivedRecords> parse_dispatch(std::span<const uint8_t> bytes, int64_t hidden,
                                        std::span<const int32_t> local_index) {
   const int64_t rec = dispatch_record_bytes(hidden);

@@ -49,6 +49,10 @@ struct ReceivedRecords {
   std::vector<int32_t> local_ids;   // [n]: each record's slot as an index into local_slots()
 };
 
+// Checks the record counts the other ranks announced (exchange_counts): each at least 0, and all
+// together at most 2^40 bytes of records of `record_bytes`. An error names the rank.
+Status check_announced_counts(std::span<const int64_t> n_records, int64_t record_bytes);
+
 // Checks every record (whole records only, each naming a slot on this rank: an error names the
 // first that does not) and indexes them. `bytes` must stay alive while x is read.
 // `local_index`: [n_slots], a slot's index in placement.local_slots(), or -1.

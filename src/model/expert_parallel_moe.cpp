@@ -121,13 +121,11 @@ Status ExpertParallelMoe::exchange_and_compute(const ExpertPlacement& placement,
   pack_dispatch(plan_, x, ldx, hidden, {ids, n_assign}, top_k, send_);
   n_recv_.assign(size_t(n_ranks), 0);
   DI_RETURN_IF_ERROR(group_.exchange_counts(plan_.n_send, n_recv_));
+  DI_RETURN_IF_ERROR(check_announced_counts(n_recv_, rec));
   send_bytes_.resize(size_t(n_ranks));
   recv_bytes_.resize(size_t(n_ranks));
   int64_t n_received = 0;
   for (int r = 0; r < n_ranks; ++r) {
-    if (n_recv_[size_t(r)] < 0 || n_recv_[size_t(r)] > (int64_t(1) << 40) / rec)
-      return Status::Error("expert dispatch: rank " + std::to_string(r) + " announced " +
-                           std::to_string(n_recv_[size_t(r)]) + " records");
     send_bytes_[size_t(r)] = plan_.n_send[size_t(r)] * rec;
     recv_bytes_[size_t(r)] = n_recv_[size_t(r)] * rec;
     n_received += n_recv_[size_t(r)];

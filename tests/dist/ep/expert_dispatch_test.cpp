@@ -3,6 +3,7 @@
 // combine order, without any communication.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -124,6 +125,19 @@ TEST(DispatchRecords, MalformedRecordsAreErrorsNotCrashes) {
   ASSERT_FALSE(partial.ok());
   EXPECT_NE(partial.status().message().find("whole records"), std::string::npos);
   EXPECT_EQ(parse_dispatch({}, hidden, local_index)->n, 0);
+}
+
+TEST(DispatchRecords, AnnouncedCountsAreBounded) {
+  const std::vector<int64_t> fine = {0, 3, 1000};
+  EXPECT_TRUE(check_announced_counts(fine, 40).ok());
+  const std::vector<int64_t> negative = {1, -1};
+  auto s = check_announced_counts(negative, 40);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("rank 1 announced -1 records"), std::string::npos);
+  const std::vector<int64_t> huge = {int64_t(1) << 30, int64_t(1) << 30};  // 2^31 records of 1 KiB: over 2^40 bytes
+  EXPECT_FALSE(check_announced_counts(huge, 1024).ok());
+  const std::vector<int64_t> overflow = {INT64_MAX, INT64_MAX};
+  EXPECT_FALSE(check_announced_counts(overflow, 8).ok());
 }
 
 TEST(CombineExpertOutputs, SumsInIncreasingExpertIdThenShared) {
