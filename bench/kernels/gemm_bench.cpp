@@ -2,7 +2,8 @@
 // weight bytes) and batched GEMM throughput (the GFLOPs counter), per weight dtype, plus the
 // fused SwiGLU and a full MoE layer. Weights are random and larger than the caches where the
 // shape allows. DEEPINFER_CPU_ISA selects the instruction set (isa.h). The first argument, `w`,
-// picks the weights: 0 bf16, 1 fp8, 2 bf16 with bf16 activations (LinearWeight::act_dtype).
+// picks the weights: 0 bf16, 1 fp8, 2 bf16 with bf16 activations (LinearWeight::act_dtype),
+// 3 fp8 with bf16 activations, 4 fp8 with 32 x 32 scale blocks (V4.1) and bf16 activations.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -22,9 +23,10 @@ struct BenchWeight {
   std::vector<uint8_t> bytes;
   std::vector<float> scales;
   BenchWeight(int64_t kind, int64_t n_out, int64_t n_in) {
-    const DType t = kind == 1 ? DType::F8_E4M3 : DType::BF16;
+    const DType t = kind == 1 || kind >= 3 ? DType::F8_E4M3 : DType::BF16;
     w.dtype = t;
-    if (kind == 2) w.act_dtype = DType::BF16;
+    if (kind >= 2) w.act_dtype = DType::BF16;
+    if (kind == 4) w.block_rows = w.block_cols = 32;
     w.n_out = n_out;
     w.n_in = n_in;
     bytes.resize(size_t(n_out * n_in) * dtype_size(t));
@@ -32,7 +34,7 @@ struct BenchWeight {
     for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = uint8_t(rng() & 0x3f);  // small finite values
     w.data = bytes.data();
     if (t == DType::F8_E4M3) {
-      scales.assign(size_t(((n_out + 127) / 128) * ((n_in + 127) / 128)), 1e-3f);
+      scales.assign(size_t(((n_out + w.block_rows - 1) / w.block_rows) * ((n_in + w.block_cols - 1) / w.block_cols)), 1e-3f);
       w.scale_inv = scales.data();
     }
   }
@@ -46,13 +48,13 @@ std::vector<float> activations(int64_t n) {
   return x;
 }
 
-// args: w, m, n_out, n_in. Several weights in rotation so m = 1 never
-// reads from cache.
+// args: w, m, n_out, n_in. Several weights in rotation (1 GiB, beyond a large L3) so m = 1
+// never reads from cache.
 void BM_Linear(benchmark::State& state) {
   const int64_t t = state.range(0);
   const int64_t m = state.range(1), n_out = state.range(2), n_in = state.range(3);
-  const int64_t w_bytes = n_out * n_in * (t == 1 ? 1 : 2);
-  const int n_w = int(std::max<int64_t>(1, (int64_t(256) << 20) / w_bytes));
+  const int64_t w_bytes = n_out * n_in * (t == 1 || t >= 3 ? 1 : 2);
+  const int n_w = int(std::max<int64_t>(1, (int64_t(1) << 30) / w_bytes));
   std::vector<BenchWeight> ws;
   for (int i = 0; i < n_w; ++i) ws.emplace_back(t, n_out, n_in);
   const std::vector<float> x = activations(m * n_in);
@@ -68,9 +70,9 @@ void BM_Linear(benchmark::State& state) {
 }
 BENCHMARK(BM_Linear)
     ->ArgNames({"w", "m", "n_out", "n_in"})
-    ->ArgsProduct({{0, 1, 2}, {1}, {10944}, {2048}})
-    ->ArgsProduct({{0, 1, 2}, {1}, {2048}, {10944}})
-    ->ArgsProduct({{0, 1, 2}, {8, 32, 64, 128, 256}, {2816}, {2048}})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {1}, {10944}, {2048}})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {1}, {2048}, {10944}})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {8, 32, 64, 128, 256}, {2816}, {2048}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
@@ -115,7 +117,7 @@ void BM_Moe(benchmark::State& state) {
 }
 BENCHMARK(BM_Moe)
     ->ArgNames({"w", "m"})
-    ->ArgsProduct({{0, 1, 2}, {1, 8, 32, 64, 128, 256}})
+    ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 8, 32, 64, 128, 256}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

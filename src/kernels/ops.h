@@ -24,12 +24,19 @@ struct LinearWeight {
   const float* scale_inv = nullptr;  // F8_E4M3 only: [ceil(n_out / block_rows), ceil(n_in / block_cols)]
   int block_rows = 128;
   int block_cols = 128;
-  // F32, or BF16 (bf16 weights only): linear, swiglu and moe round each input activation to
-  // bf16 (nearest even) before its products with this weight; on CPUs with AVX-512 BF16 the
-  // products then run as bf16 dot products, twice the f32 FMA rate. Per element and per row,
-  // so batch invariance holds.
+  // F32, or BF16 (bf16 weights, and fp8 weights whose block_cols is a multiple of 32; see
+  // admits_bf16_activations): linear, swiglu and moe round each input activation to bf16
+  // (nearest even) before its products with this weight; on CPUs with AVX-512 BF16 the products
+  // then run as bf16 dot products, twice the f32 FMA rate (fp8 weights: converted to bf16
+  // exactly, each block's partial dot product scaled). Per element and per row, so batch
+  // invariance holds.
   DType act_dtype = DType::F32;
 };
+
+// Whether `w` may take act_dtype BF16.
+inline bool admits_bf16_activations(const LinearWeight& w) {
+  return w.dtype == DType::BF16 || (w.dtype == DType::F8_E4M3 && w.block_cols % 32 == 0);
+}
 
 struct LinearParams {
   const float* x = nullptr;   // [m, ldx], the first w->n_in columns used

@@ -49,9 +49,9 @@ TEST_P(Gemm, LinearMatchesReferenceAndIsBatchInvariant) {
 
 // SwiGLU against the double reference (inputs rounded to bf16 first when act is BF16), then
 // per-row batch invariance.
-void expect_swiglu_matches_reference(DType w_dtype, DType act) {
+void expect_swiglu_matches_reference(DType w_dtype, DType act, int block = 128) {
   const int64_t inter = 45, n_in = 272, m = 13;
-  TestWeight gate(w_dtype, inter, n_in, 3), up(w_dtype, inter, n_in, 4);
+  TestWeight gate(w_dtype, inter, n_in, 3, block), up(w_dtype, inter, n_in, 4, block);
   gate.w.act_dtype = up.w.act_dtype = act;
   const std::vector<float> x = random_floats(size_t(m * n_in), 5);
   std::vector<float> y(size_t(m * inter));
@@ -116,21 +116,33 @@ TEST_P(Gemm, MlaAbsorbAndProjectMatchReferenceAndAreBatchInvariant) {
   });
 }
 
-class GemmBf16Activations : public ::testing::TestWithParam<cpu::Isa> {
+// Weights that take bf16 activations: bf16, and fp8 with 128 x 128 or 32 x 32 scale blocks.
+struct Bf16xWeight {
+  DType dtype;
+  int block;
+};
+using Bf16xCase = std::tuple<cpu::Isa, Bf16xWeight>;
+
+class GemmBf16Activations : public ::testing::TestWithParam<Bf16xCase> {
  protected:
   void SetUp() override {
-    if (int(GetParam()) > int(cpu::best_supported_isa())) GTEST_SKIP() << "ISA not on this CPU";
+    if (int(isa()) > int(cpu::best_supported_isa())) GTEST_SKIP() << "ISA not on this CPU";
   }
+  cpu::Isa isa() const { return std::get<0>(GetParam()); }
+  DType dtype() const { return std::get<1>(GetParam()).dtype; }
+  int block() const { return std::get<1>(GetParam()).block; }
 };
 
-// Products of bf16-rounded inputs with bf16 weights are exact; only the f32 sums differ from
-// the double reference. n_in 1040 and 300 leave tails shorter than one 32-element dot step.
+// Products of bf16-rounded inputs with bf16 weights (and with fp8 weights, converted to bf16
+// exactly) are exact; only the f32 sums (and fp8's per-block scaling) differ from the double
+// reference. n_in 1040 and 300 leave tails shorter than one 32-element dot step; m 29 takes two
+// passes of rows (24 + 5), so every tile shape meets the one-row path in the invariance check.
 TEST_P(GemmBf16Activations, LinearMatchesRoundedReferenceAndIsBatchInvariant) {
-  IsaScope scope(GetParam());
+  IsaScope scope(isa());
   for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{37, 300}, {64, 256}, {130, 1040}}) {
-    TestWeight tw(DType::BF16, n_out, n_in, 7);
+    TestWeight tw(dtype(), n_out, n_in, 7, block());
     tw.w.act_dtype = DType::BF16;
-    const int64_t m = 19, ldx = n_in + 3;
+    const int64_t m = 29, ldx = n_in + 3;
     const std::vector<float> x = random_floats(size_t(m * ldx), 11);
     std::vector<float> y(size_t(m * n_out));
     cpu::linear({x.data(), ldx, m, &tw.w, y.data(), n_out});
@@ -151,14 +163,14 @@ TEST_P(GemmBf16Activations, LinearMatchesRoundedReferenceAndIsBatchInvariant) {
 }
 
 TEST_P(GemmBf16Activations, SwigluMatchesRoundedReferenceAndIsBatchInvariant) {
-  IsaScope scope(GetParam());
-  expect_swiglu_matches_reference(DType::BF16, DType::BF16);
+  IsaScope scope(isa());
+  expect_swiglu_matches_reference(dtype(), DType::BF16, block());
 }
 
 // The rounding is real: the same weights with f32 inputs give different outputs.
 TEST_P(GemmBf16Activations, DiffersFromF32Activations) {
-  IsaScope scope(GetParam());
-  TestWeight tw(DType::BF16, 16, 256, 7);
+  IsaScope scope(isa());
+  TestWeight tw(dtype(), 16, 256, 7, block());
   const std::vector<float> x = random_floats(256, 11);
   std::vector<float> y32(16), y16(16);
   cpu::linear({x.data(), 256, 1, &tw.w, y32.data(), 16});
@@ -167,16 +179,46 @@ TEST_P(GemmBf16Activations, DiffersFromF32Activations) {
   EXPECT_NE(std::memcmp(y32.data(), y16.data(), sizeof(float) * 16), 0);
 }
 
-TEST(GemmBf16ActivationsDeathTest, NeedBf16Weights) {
-  TestWeight tw(DType::F8_E4M3, 16, 256, 7);
+// Every e4m3 code (NaN codes aside) against a one-hot bf16 input comes out as its exact value:
+// the conversion to bf16 loses nothing, subnormals and signed zeros included.
+TEST_P(GemmBf16Activations, Fp8CodesConvertExactly) {
+  if (dtype() != DType::F8_E4M3) GTEST_SKIP() << "fp8 only";
+  IsaScope scope(isa());
+  TestWeight tw(DType::F8_E4M3, 1, 256, 7, block());
+  for (int c = 0; c < 256; ++c) tw.bytes[size_t(c)] = (c & 0x7f) == 0x7f ? 0 : uint8_t(c);
+  std::fill(tw.scales.begin(), tw.scales.end(), 1.0f);
+  tw.w.act_dtype = DType::BF16;
+  for (int c = 0; c < 256; ++c) {
+    std::vector<float> x(256, 0.0f);
+    x[size_t(c)] = 1.0f;
+    float y = -1;
+    cpu::linear({x.data(), 256, 1, &tw.w, &y, 1});
+    EXPECT_EQ(y, fp8_e4m3_to_f32(tw.bytes[size_t(c)])) << "code " << c;
+  }
+}
+
+TEST(GemmBf16ActivationsDeathTest, NeedBf16OrFp8Weights) {
+  TestWeight tw(DType::F16, 16, 256, 7);
   tw.w.act_dtype = DType::BF16;
   const std::vector<float> x = random_floats(256, 11);
   std::vector<float> y(16);
   EXPECT_DEATH(cpu::linear({x.data(), 256, 1, &tw.w, y.data(), 16}), "bf16 activations need bf16 weights");
+  TestWeight fp8(DType::F8_E4M3, 16, 256, 7, 16);  // blocks of 16 columns: not a whole dot step
+  fp8.w.act_dtype = DType::BF16;
+  EXPECT_DEATH(cpu::linear({x.data(), 256, 1, &fp8.w, y.data(), 16}), "multiple of 32 columns");
 }
 
-INSTANTIATE_TEST_SUITE_P(Isas, GemmBf16Activations, ::testing::ValuesIn(kAllIsas),
-                         [](const auto& info) { return std::string(cpu::isa_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(IsasAndWeights, GemmBf16Activations,
+                         ::testing::Combine(::testing::ValuesIn(kAllIsas),
+                                            ::testing::Values(Bf16xWeight{DType::BF16, 128},
+                                                              Bf16xWeight{DType::F8_E4M3, 128},
+                                                              Bf16xWeight{DType::F8_E4M3, 32})),
+                         [](const auto& info) {
+                           const Bf16xWeight w = std::get<1>(info.param);
+                           return std::string(cpu::isa_name(std::get<0>(info.param))) + "_" +
+                                  std::string(dtype_name(w.dtype)) +
+                                  (w.dtype == DType::F8_E4M3 ? "_block" + std::to_string(w.block) : "");
+                         });
 
 INSTANTIATE_TEST_SUITE_P(IsasAndDtypes, Gemm,
                          ::testing::Combine(::testing::ValuesIn(kAllIsas),

@@ -72,8 +72,10 @@ struct TestWeight {
   std::vector<uint8_t> bytes;
   std::vector<float> scales;
 
-  TestWeight(DType dtype, int64_t n_out, int64_t n_in, uint32_t seed) {
+  // fp8: `block` x `block` scale blocks.
+  TestWeight(DType dtype, int64_t n_out, int64_t n_in, uint32_t seed, int block = 128) {
     w.dtype = dtype;
+    w.block_rows = w.block_cols = block;
     w.n_out = n_out;
     w.n_in = n_in;
     const std::vector<float> vals = random_floats(size_t(n_out * n_in), seed, 1.0f / std::sqrt(float(n_in)));

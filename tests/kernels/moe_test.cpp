@@ -1,6 +1,6 @@
 // The MoE kernel: routed experts grouped by expert plus shared experts, against a scalar
 // reference, and bitwise per-row batch invariance for every weight dtype and ISA, with f32
-// activations and (bf16 weights) with bf16 activations.
+// activations and (bf16 and fp8 weights) with bf16 activations.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -98,7 +98,8 @@ INSTANTIATE_TEST_SUITE_P(IsasAndDtypes, Moe,
                          ::testing::Combine(::testing::ValuesIn(kAllIsas),
                                             ::testing::Values(Dtypes{DType::BF16, DType::F32},
                                                               Dtypes{DType::F8_E4M3, DType::F32},
-                                                              Dtypes{DType::BF16, DType::BF16})),
+                                                              Dtypes{DType::BF16, DType::BF16},
+                                                              Dtypes{DType::F8_E4M3, DType::BF16})),
                          [](const auto& info) {
                            const Dtypes t = std::get<1>(info.param);
                            return std::string(cpu::isa_name(std::get<0>(info.param))) + "_" +

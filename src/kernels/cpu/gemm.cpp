@@ -17,8 +17,8 @@ void check_weight(const LinearWeight& w) {
   if (w.dtype == DType::F8_E4M3)
     DI_CHECK_MSG(w.scale_inv != nullptr && w.block_rows > 0 && w.block_cols % 16 == 0,
                  "fp8 weights need scale_inv and a block width that is a multiple of 16");
-  DI_CHECK_MSG(w.act_dtype == DType::F32 || (w.act_dtype == DType::BF16 && w.dtype == DType::BF16),
-               "bf16 activations need bf16 weights");
+  DI_CHECK_MSG(w.act_dtype == DType::F32 || (w.act_dtype == DType::BF16 && admits_bf16_activations(w)),
+               "bf16 activations need bf16 weights or fp8 weights with blocks of a multiple of 32 columns");
 }
 
 }  // namespace

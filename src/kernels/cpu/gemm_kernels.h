@@ -3,8 +3,9 @@
 // widened to f32 in registers; nothing is materialized.
 //
 // Activation rows XE are f32, or bf16 (rounded by the driver; LinearWeight::act_dtype) against
-// bf16 weights: a V with native bf16 dot products (V::bf16_dot_tile) multiplies those directly,
-// any other V widens both to f32, whose products of bf16 values are exact.
+// bf16 or fp8 weights: a V with native bf16 dot products multiplies those directly
+// (V::bf16_dot_tile; fp8 through V::fp8_dot_rows, which converts e4m3 to bf16 exactly and scales
+// per block partial sum), any other V widens both to f32 as for f32 activations.
 //
 // Dot layout (linear, swiglu): a tile of MR activation rows x 4 weight rows keeps one f32
 // vector accumulator per (row, output), runs over n_in in vector steps (fp8: per scale block),
@@ -88,10 +89,8 @@ WeightRow<E> weight_row(const LinearWeight& w, int64_t row) {
 template <class V, class R, int MR, class XE>
 inline void dot_tile(const XE* const* x, const WeightRow<typename R::E>* w, int64_t k_len, int64_t seg,
                      float* out) {
-  if constexpr (std::is_same_v<XE, uint16_t> && requires { V::kBf16Dot; }) {
-    static_assert(!R::kScaled);
+  if constexpr (std::is_same_v<XE, uint16_t> && !R::kScaled && requires { V::kBf16Dot; })
     return V::template bf16_dot_tile<MR>(x, w, k_len, out);
-  }
   using F = typename V::F;
   constexpr int NR = 4;
   F acc[MR][NR];
@@ -150,6 +149,8 @@ inline void dot_tile(const XE* const* x, const WeightRow<typename R::E>* w, int6
 template <class V, class R, class XE>
 inline void dot_rows(const XE* const* x, int64_t m, const WeightRow<typename R::E>* w, int64_t k_len,
                      int64_t seg, float* out /* [m, 4] */) {
+  if constexpr (std::is_same_v<XE, uint16_t> && R::kScaled && requires { V::kBf16Dot; })
+    return V::fp8_dot_rows(x, m, w, k_len, seg, out);  // bf16 dot products on exact bf16 weights
   int64_t r = 0;
   for (; m - r >= 9 || m - r == 6; r += 6) dot_tile<V, R, 6, XE>(x + r, w, k_len, seg, out + r * 4);
   if (m - r >= 7) {
@@ -306,16 +307,19 @@ void swiglu_block(const float* const* x, int64_t m, const LinearWeight& gate, co
   }
 }
 
-// bf16 activations against bf16 weights (the drivers check the weight dtype).
+// bf16 activations against bf16 or fp8 weights (the drivers check the weight dtype).
 template <class V>
 void linear_block_bf16x(const uint16_t* const* x, int64_t m, const LinearWeight& w, int64_t o_begin, int64_t o_end,
                         float* y, int64_t ldy) {
+  if (w.dtype == DType::F8_E4M3) return linear_block_t<V, DType::F8_E4M3, uint16_t>(x, m, w, o_begin, o_end, y, ldy);
   linear_block_t<V, DType::BF16, uint16_t>(x, m, w, o_begin, o_end, y, ldy);
 }
 
 template <class V>
 void swiglu_block_bf16x(const uint16_t* const* x, int64_t m, const LinearWeight& gate, const LinearWeight& up,
                         int64_t o_begin, int64_t o_end, float* y, int64_t ldy) {
+  if (gate.dtype == DType::F8_E4M3)
+    return swiglu_block_t<V, DType::F8_E4M3, uint16_t>(x, m, gate, up, o_begin, o_end, y, ldy);
   swiglu_block_t<V, DType::BF16, uint16_t>(x, m, gate, up, o_begin, o_end, y, ldy);
 }
 

@@ -17,9 +17,11 @@ bool has_f16c() {
   return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
 }
 
-// CPUID leaf 7, sub-leaf 1, EAX bit 5 (compilers' __builtin_cpu_supports names differ).
-bool has_avx512_bf16() {
+// CPUID leaf 7, sub-leaf 1, EAX bit 5 (compilers' __builtin_cpu_supports names differ), and
+// AVX512_VBMI (leaf 7, sub-leaf 0, ECX bit 1), whose byte permutes convert fp8 to bf16.
+bool has_avx512_bf16_vbmi() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || (ecx & (1u << 1)) == 0) return false;
   return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5)) != 0;
 }
 #endif
@@ -28,7 +30,7 @@ Isa detect() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
-    return has_avx512_bf16() ? Isa::kAvx512Bf16 : Isa::kAvx512;
+    return has_avx512_bf16_vbmi() ? Isa::kAvx512Bf16 : Isa::kAvx512;
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
     return Isa::kAvx2;
 #endif

@@ -8,8 +8,9 @@
 
 namespace deepinfer::cpu {
 
-// Ordered: each level runs on every CPU that runs the next. kAvx512Bf16 differs from kAvx512
-// only for bf16 activations (LinearWeight::act_dtype), which it multiplies with VDPBF16PS.
+// Ordered: each level runs on every CPU that runs the next. kAvx512Bf16 (AVX-512 BF16 and VBMI)
+// differs from kAvx512 only for bf16 activations (LinearWeight::act_dtype), which it multiplies
+// with VDPBF16PS.
 enum class Isa { kPortable, kAvx2, kAvx512, kAvx512Bf16 };
 
 std::string_view isa_name(Isa isa);

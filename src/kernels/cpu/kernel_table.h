@@ -36,7 +36,7 @@ struct KernelTable {
   void (*outer_block)(const float* const* x_rows, int64_t m, int64_t n_d, const LinearWeight& w, int64_t row0,
                       int64_t c_begin, int64_t c_end, float* y, int64_t ldy);
   // As linear_block / swiglu_block with bf16 activation rows (see round_to_bf16), against bf16
-  // weights only.
+  // weights and fp8 weights whose block_cols is a multiple of 32 (admits_bf16_activations).
   void (*linear_block_bf16x)(const uint16_t* const* x_rows, int64_t m, const LinearWeight& w, int64_t o_begin,
                              int64_t o_end, float* y, int64_t ldy);
   void (*swiglu_block_bf16x)(const uint16_t* const* x_rows, int64_t m, const LinearWeight& gate,

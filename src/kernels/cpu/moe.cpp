@@ -120,9 +120,10 @@ void moe(const MoeParams& p) {
     DI_CHECK_MSG(w.gate->act_dtype == g0.act_dtype && w.up->act_dtype == g0.act_dtype &&
                      w.down->act_dtype == p.experts[0].down->act_dtype,
                  "every expert's projections need the same activation dtype");
-    DI_CHECK_MSG((w.gate->act_dtype == DType::F32 || w.gate->dtype == DType::BF16) &&
-                     (w.down->act_dtype == DType::F32 || w.down->dtype == DType::BF16),
-                 "bf16 activations need bf16 weights");
+    DI_CHECK_MSG((w.gate->act_dtype == DType::F32 ||
+                  (admits_bf16_activations(*w.gate) && w.up->block_cols == w.gate->block_cols)) &&
+                     (w.down->act_dtype == DType::F32 || admits_bf16_activations(*w.down)),
+                 "bf16 activations need bf16 weights or fp8 weights with blocks of a multiple of 32 columns");
     add_tasks(s.up_tasks, g, w.gate->n_out, column_block(w.gate->n_out, 2 * d * int64_t(dtype_size(w.gate->dtype))));
     add_tasks(s.down_tasks, g, d, column_block(d, w.down->n_in * int64_t(dtype_size(w.down->dtype))));
   }
