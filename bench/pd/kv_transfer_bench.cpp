@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   const double median = seconds[seconds.size() / 2];
   double total = 0;
   for (double s : seconds) total += s;
-  std::printf("%d reads of %d blocks x %d slabs x %zu B (%.1f MiB each, endpoint per read): median %.2f ms = %.0f MB/s, "
+  std::printf("%d reads of %d blocks x %d slabs x %zu B (%.1f MiB each, one endpoint): median %.2f ms = %.0f MB/s, "
               "mean %.0f MB/s\n",
               iters, blocks, slabs, block_bytes, bytes / (1 << 20), median * 1e3, bytes / median / 1e6,
               bytes * double(seconds.size()) / total / 1e6);

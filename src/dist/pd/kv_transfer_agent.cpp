@@ -4,6 +4,7 @@
 #include <ucp/api/ucp.h>
 
 #include <cstring>
+#include <shared_mutex>
 
 namespace deepinfer::pd {
 
@@ -35,6 +36,19 @@ struct KvTransferAgent::Ucx {
     if (worker) ucp_worker_destroy(worker);
     if (context) ucp_cleanup(context);
   }
+};
+
+// One peer's endpoint and unpacked rkeys, kept while it works. `guard` is held shared while
+// operations are issued on the endpoint and exclusively to close it; the rkeys go once the last
+// user is done after the close.
+struct KvTransferAgent::Peer {
+  ucp_ep_h ep = nullptr;
+  EndpointState state;  // the endpoint's error handler writes here
+  std::vector<std::string> packed;  // [kind] rkeys as the peer packed them
+  std::vector<ucp_rkey_h> rkeys;    // [kind]
+  std::shared_mutex guard;
+  int n_users = 0;       // under peers_mu_
+  bool closed = false;   // under peers_mu_
 };
 
 Result<std::unique_ptr<KvTransferAgent>> KvTransferAgent::create(const KvCacheView& cache) {
@@ -99,23 +113,14 @@ KvTransferAgent::~KvTransferAgent() {
     ucp_worker_signal(ucx_->worker);
     progress_.join();
   }
-  for (void* req : closing_) ucp_request_free(req);  // released by UCX once complete
+  for (auto& [address, peer] : peers_) {  // no read runs any more
+    close_peer(*peer);
+    for (ucp_rkey_h rkey : peer->rkeys) ucp_rkey_destroy(rkey);
+  }
 }
 
 void KvTransferAgent::progress_loop() {
   while (!stopping_.load()) {
-    {
-      std::lock_guard lock(closing_mu_);
-      for (size_t i = 0; i < closing_.size();) {
-        if (ucp_request_check_status(closing_[i]) == UCS_INPROGRESS) {
-          ++i;
-          continue;
-        }
-        ucp_request_free(closing_[i]);
-        closing_[i] = closing_.back();
-        closing_.pop_back();
-      }
-    }
     if (ucp_worker_progress(ucx_->worker) != 0) continue;
     if (ucp_worker_arm(ucx_->worker) != UCS_OK) continue;  // busy: events arrived meanwhile
     pollfd fd{ucx_->event_fd, POLLIN, 0};
@@ -127,120 +132,169 @@ TransferTotals KvTransferAgent::totals() const {
   return {n_reads_.load(), n_failed_.load(), n_blocks_.load(), n_bytes_.load(), double(nanoseconds_.load()) * 1e-9};
 }
 
+void KvTransferAgent::close_peer(Peer& peer) {
+  std::unique_lock guard(peer.guard);
+  ucp_request_param_t close{};
+  close.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  close.flags = UCP_EP_CLOSE_FLAG_FORCE;  // no handshake: the peer may be dead or stopped
+  ucs_status_ptr_t req = ucp_ep_close_nbx(peer.ep, &close);
+  if (UCS_PTR_IS_PTR(req)) {  // completes locally
+    while (ucp_request_check_status(req) == UCS_INPROGRESS) ucp_worker_progress(ucx_->worker);
+    ucp_request_free(req);
+  }
+}
+
+void KvTransferAgent::leave_peer(const std::shared_ptr<Peer>& peer) {
+  bool last = false;
+  {
+    std::lock_guard lock(peers_mu_);
+    last = --peer->n_users == 0 && peer->closed;
+  }
+  if (last)
+    for (ucp_rkey_h rkey : peer->rkeys) ucp_rkey_destroy(rkey);
+}
+
+Result<std::shared_ptr<KvTransferAgent::Peer>> KvTransferAgent::join_peer(const std::string& address,
+                                                                         const std::vector<RemoteKind>& remote) {
+  std::vector<std::shared_ptr<Peer>> dead;  // failed peers nobody uses: closed below
+  std::shared_ptr<Peer> peer;
+  {
+    std::lock_guard lock(peers_mu_);
+    for (auto it = peers_.begin(); it != peers_.end();) {
+      if (it->second->state.error.load() != UCS_OK && it->second->n_users == 0) {
+        it->second->closed = true;
+        dead.push_back(it->second);
+        it = peers_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if (auto it = peers_.find(address); it != peers_.end()) {
+      peer = it->second;
+      ++peer->n_users;
+    }
+  }
+  for (const auto& d : dead) {
+    close_peer(*d);
+    for (ucp_rkey_h rkey : d->rkeys) ucp_rkey_destroy(rkey);
+  }
+  if (peer) {
+    std::vector<std::string> packed;
+    for (const RemoteKind& k : remote) packed.push_back(k.rkey);
+    if (packed == peer->packed) return peer;
+    leave_peer(peer);
+    return Status::Error("UCX: the peer's rkeys changed under the same worker address");
+  }
+  peer = std::make_shared<Peer>();
+  ucp_ep_params_t ep_params{};
+  ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                         UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  ep_params.address = reinterpret_cast<const ucp_address_t*>(address.data());
+  ep_params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  ep_params.err_handler.cb = on_endpoint_error;
+  ep_params.err_handler.arg = &peer->state;
+  if (ucs_status_t s = ucp_ep_create(ucx_->worker, &ep_params, &peer->ep); s != UCS_OK)
+    return ucx_error("connecting to the peer", s);
+  for (size_t k = 0; k < remote.size(); ++k) {
+    ucp_rkey_h rkey = nullptr;
+    if (ucs_status_t s = ucp_ep_rkey_unpack(peer->ep, remote[k].rkey.data(), &rkey); s != UCS_OK) {
+      close_peer(*peer);
+      for (ucp_rkey_h r : peer->rkeys) ucp_rkey_destroy(r);
+      return ucx_error("unpacking kind " + std::to_string(k) + "'s rkey", s);
+    }
+    peer->rkeys.push_back(rkey);
+    peer->packed.push_back(remote[k].rkey);
+  }
+  std::shared_ptr<Peer> other;
+  {
+    std::lock_guard lock(peers_mu_);
+    auto [it, added] = peers_.emplace(address, peer);
+    if (added) {
+      peer->n_users = 1;
+      return peer;
+    }
+    other = it->second;  // another read connected meanwhile: use that one
+    ++other->n_users;
+  }
+  close_peer(*peer);
+  for (ucp_rkey_h r : peer->rkeys) ucp_rkey_destroy(r);
+  return other;
+}
+
 Status KvTransferAgent::read(const std::string& peer_address, const std::vector<RemoteKind>& remote,
                              const KvLayout& remote_layout, std::span<const BlockRead> reads,
                              std::chrono::steady_clock::time_point deadline) {
   const auto start = std::chrono::steady_clock::now();
   ucp_worker_h worker = ucx_->worker;
-  EndpointState state;
-  ucp_ep_params_t ep_params{};
-  ep_params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
-                         UCP_EP_PARAM_FIELD_ERR_HANDLER;
-  ep_params.address = reinterpret_cast<const ucp_address_t*>(peer_address.data());
-  ep_params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
-  ep_params.err_handler.cb = on_endpoint_error;
-  ep_params.err_handler.arg = &state;
-  ucp_ep_h ep = nullptr;
-  std::vector<ucp_rkey_h> rkeys;
   std::vector<void*> pending;  // requests not known complete
-  Status result;
   uint64_t n_bytes = 0;
+  auto joined = join_peer(peer_address, remote);
+  Status result = joined.ok() ? Status::Ok() : joined.status();
+  std::shared_ptr<Peer> peer = joined.ok() ? *joined : nullptr;
 
-  auto wait_all = [&]() -> Status {
-    for (;;) {
-      for (size_t i = 0; i < pending.size();) {
-        const ucs_status_t s = ucp_request_check_status(pending[i]);
-        if (s == UCS_INPROGRESS) {
-          ++i;
-          continue;
+  if (peer) {
+    std::shared_lock guard(peer->guard);
+    ucp_request_param_t param{};
+    for (size_t i = 0; result.ok() && i < reads.size(); ++i) {
+      const BlockRead& r = reads[i];
+      const KvKindView& local = cache_.kinds[r.kind];
+      const KvKindLayout& layout = remote_layout.kinds[r.kind];
+      for (size_t s = 0; s < local.slab_base.size() && result.ok(); ++s) {
+        const uint64_t addr = remote[r.kind].base + (uint64_t(s) * layout.n_blocks + uint64_t(r.remote)) * layout.bytes_per_block;
+        ucs_status_ptr_t req =
+            ucp_get_nbx(peer->ep, local.block(int(s), r.local), local.bytes_per_block, addr, peer->rkeys[r.kind], &param);
+        if (UCS_PTR_IS_ERR(req)) {
+          result = ucx_error("ucp_get_nbx", UCS_PTR_STATUS(req));
+        } else if (req != nullptr) {
+          pending.push_back(req);
         }
-        ucp_request_free(pending[i]);
-        pending[i] = pending.back();
-        pending.pop_back();
-        if (s != UCS_OK) return ucx_error("reading from the peer", s);
-      }
-      if (const ucs_status_t e = state.error.load(); e != UCS_OK) return ucx_error("the peer failed", e);
-      if (pending.empty()) return Status::Ok();
-      if (std::chrono::steady_clock::now() >= deadline) return Status::Error("UCX: the transfer passed its deadline");
-      if (ucp_worker_progress(worker) == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-  };
-
-  if (ucs_status_t s = ucp_ep_create(worker, &ep_params, &ep); s != UCS_OK) {
-    result = ucx_error("connecting to the peer", s);
-    ep = nullptr;
-  }
-  for (size_t k = 0; result.ok() && k < remote.size(); ++k) {
-    ucp_rkey_h rkey = nullptr;
-    if (ucs_status_t s = ucp_ep_rkey_unpack(ep, remote[k].rkey.data(), &rkey); s != UCS_OK) {
-      result = ucx_error("unpacking kind " + std::to_string(k) + "'s rkey", s);
-    } else {
-      rkeys.push_back(rkey);
-    }
-  }
-  ucp_request_param_t param{};
-  for (size_t i = 0; result.ok() && i < reads.size(); ++i) {
-    const BlockRead& r = reads[i];
-    const KvKindView& local = cache_.kinds[r.kind];
-    const KvKindLayout& peer = remote_layout.kinds[r.kind];
-    for (size_t s = 0; s < local.slab_base.size() && result.ok(); ++s) {
-      const uint64_t addr = remote[r.kind].base + (uint64_t(s) * peer.n_blocks + uint64_t(r.remote)) * peer.bytes_per_block;
-      ucs_status_ptr_t req = ucp_get_nbx(ep, local.block(int(s), r.local), local.bytes_per_block, addr, rkeys[r.kind], &param);
-      if (UCS_PTR_IS_ERR(req)) {
-        result = ucx_error("ucp_get_nbx", UCS_PTR_STATUS(req));
-      } else if (req != nullptr) {
-        pending.push_back(req);
-      }
-      n_bytes += local.bytes_per_block;
-    }
-  }
-  if (result.ok()) {
-    ucs_status_ptr_t flush = ucp_ep_flush_nbx(ep, &param);
-    if (UCS_PTR_IS_ERR(flush)) {
-      result = ucx_error("ucp_ep_flush_nbx", UCS_PTR_STATUS(flush));
-    } else if (flush != nullptr) {
-      pending.push_back(flush);
-    }
-  }
-  if (result.ok()) result = wait_all();
-
-  if (result.ok()) {
-    // Every get is complete (the flush returned): close politely, so the peer sees an orderly
-    // disconnect; a peer too slow to answer leaves the close to the progress thread.
-    for (ucp_rkey_h rkey : rkeys) ucp_rkey_destroy(rkey);
-    ucp_request_param_t close{};
-    ucs_status_ptr_t req = ucp_ep_close_nbx(ep, &close);
-    if (UCS_PTR_IS_PTR(req)) {
-      const auto give_up = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(1));
-      while (ucp_request_check_status(req) == UCS_INPROGRESS && std::chrono::steady_clock::now() < give_up)
-        if (ucp_worker_progress(worker) == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
-      if (ucp_request_check_status(req) == UCS_INPROGRESS) {
-        std::lock_guard lock(closing_mu_);
-        closing_.push_back(req);
-      } else {
-        ucp_request_free(req);
+        n_bytes += local.bytes_per_block;
       }
     }
-  } else {
-    // Nothing may stay in flight: close the endpoint forcibly (no handshake: the peer may be dead
-    // or stopped), which completes every operation still on it with an error, and wait for the
-    // close, which completes locally; only then release the requests and the rkeys.
-    if (ep) {
-      ucp_request_param_t close{};
-      close.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-      close.flags = UCP_EP_CLOSE_FLAG_FORCE;
-      ucs_status_ptr_t req = ucp_ep_close_nbx(ep, &close);
-      if (UCS_PTR_IS_PTR(req)) {
-        while (ucp_request_check_status(req) == UCS_INPROGRESS) ucp_worker_progress(worker);
-        ucp_request_free(req);
+    if (result.ok()) {  // completes once every operation issued on the endpoint before it has
+      ucs_status_ptr_t flush = ucp_ep_flush_nbx(peer->ep, &param);
+      if (UCS_PTR_IS_ERR(flush)) {
+        result = ucx_error("ucp_ep_flush_nbx", UCS_PTR_STATUS(flush));
+      } else if (flush != nullptr) {
+        pending.push_back(flush);
       }
     }
+  }
+  while (result.ok() && !pending.empty()) {
+    for (size_t i = 0; i < pending.size();) {
+      const ucs_status_t s = ucp_request_check_status(pending[i]);
+      if (s == UCS_INPROGRESS) {
+        ++i;
+        continue;
+      }
+      ucp_request_free(pending[i]);
+      pending[i] = pending.back();
+      pending.pop_back();
+      if (s != UCS_OK) result = ucx_error("reading from the peer", s);
+    }
+    if (!result.ok() || pending.empty()) break;
+    if (const ucs_status_t e = peer->state.error.load(); e != UCS_OK) result = ucx_error("the peer failed", e);
+    else if (std::chrono::steady_clock::now() >= deadline) result = Status::Error("UCX: the transfer passed its deadline");
+    else if (ucp_worker_progress(worker) == 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  if (!result.ok() && peer) {
+    // Nothing may stay in flight: the endpoint is closed forcibly (once, by whoever fails first),
+    // which completes every operation still on it, ours and other reads' alike, with an error.
+    bool close = false;
+    {
+      std::lock_guard lock(peers_mu_);
+      if (!peer->closed) {
+        peer->closed = close = true;
+        if (auto it = peers_.find(peer_address); it != peers_.end() && it->second == peer) peers_.erase(it);
+      }
+    }
+    if (close) close_peer(*peer);
     for (void* req : pending) {
       while (ucp_request_check_status(req) == UCS_INPROGRESS) ucp_worker_progress(worker);
       ucp_request_free(req);
     }
-    for (ucp_rkey_h rkey : rkeys) ucp_rkey_destroy(rkey);
   }
+  if (peer) leave_peer(peer);
 
   const auto elapsed = std::chrono::steady_clock::now() - start;
   nanoseconds_ += uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(elapsed).count());

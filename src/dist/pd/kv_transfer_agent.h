@@ -7,11 +7,13 @@
 // transports needs it), waiting on the worker's event fd when idle; the engine thread never calls in.
 //
 // Safety: decode pulls (the design's choice), so only this process ever writes its memory, and
-// only inside read(): read() returns only once no get is in flight any more, after success,
-// error or deadline alike (after success the flush has completed every get and the endpoint is
-// closed gracefully; on failure it is closed with UCP_EP_CLOSE_FLAG_FORCE, which completes every
-// outstanding operation with an error, and the close is waited for), so the caller may free or
-// reuse the destination blocks at once. The source side is guarded by the prefill worker's lease (its
+// only inside read(): read() returns only once none of its gets is in flight any more, after
+// success, error or deadline alike (after success a flush of the endpoint has completed them; on
+// failure the endpoint is closed with UCP_EP_CLOSE_FLAG_FORCE, which completes every operation
+// still on it with an error, and the close is waited for), so the caller may free or reuse the
+// destination blocks at once. Endpoints stay open between reads (one per peer worker address,
+// shared by concurrent reads); a failure closes the peer's endpoint, failing the other reads on
+// it too, and the next read connects afresh. The source side is guarded by the prefill worker's lease (its
 // blocks stay pinned until decode's Release or the lease's end), and decode uses the bytes only
 // if the Release's ack confirms that the lease held until after read() returned (pd_messages.h).
 // Peer failures surface as errors (UCP_ERR_HANDLING_MODE_PEER) and every wait is bounded by the
@@ -24,6 +26,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -81,8 +84,14 @@ class KvTransferAgent {
   const KvCacheView& cache_;
   std::string address_;
   std::vector<RemoteKind> remote_kinds_;
-  std::mutex closing_mu_;
-  std::vector<void*> closing_;  // endpoint closes after successful reads, still in progress
+  struct Peer;
+  // The peer at `address`, connected (or reused) with `remote`'s rkeys unpacked, counted as used.
+  Result<std::shared_ptr<Peer>> join_peer(const std::string& address, const std::vector<RemoteKind>& remote);
+  void leave_peer(const std::shared_ptr<Peer>& peer);
+  void close_peer(Peer& peer);
+
+  std::mutex peers_mu_;
+  std::map<std::string, std::shared_ptr<Peer>> peers_;  // by worker address: endpoints stay open between reads
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> n_reads_{0}, n_failed_{0}, n_blocks_{0}, n_bytes_{0}, nanoseconds_{0};
   std::thread progress_;

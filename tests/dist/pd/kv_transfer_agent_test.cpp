@@ -81,5 +81,39 @@ TEST(KvTransferAgent, ADeadPeerIsAnErrorWithinTheDeadline) {
   EXPECT_EQ((*b)->totals().n_failed, 1u);
 }
 
+TEST(KvTransferAgent, AnEndpointServesManyReadsAndAFailedPeerIsReplaced) {
+  FakeCache decode(8, 8, 2);
+  auto b = KvTransferAgent::create(decode.view);
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  const std::vector<BlockRead> reads = {{0, 1, 1}, {1, 3, 0}};
+  const auto deadline = [] { return std::chrono::steady_clock::now() + std::chrono::seconds(30); };
+  auto expect_copied = [&](const FakeCache& from) {
+    EXPECT_EQ(0, std::memcmp(from.view.kinds[0].block(2, 1), decode.view.kinds[0].block(2, 1), 4096));
+    EXPECT_EQ(0, std::memcmp(from.view.kinds[1].block(0, 3), decode.view.kinds[1].block(0, 0), 1000));
+  };
+  std::string address;
+  std::vector<RemoteKind> remote;
+  {
+    FakeCache prefill(4, 4, 50);
+    auto a = KvTransferAgent::create(prefill.view);
+    ASSERT_TRUE(a.ok()) << a.status().message();
+    address = (*a)->worker_address();
+    remote = (*a)->remote_kinds();
+    for (int i = 0; i < 3; ++i) {
+      prefill.memory[0][4096 * 4 * 2 + 4096 + 7] = uint8_t(i);  // kind 0, slab 2, block 1 changes between reads
+      ASSERT_TRUE((*b)->read(address, remote, prefill.layout, reads, deadline()).ok());
+      expect_copied(prefill);
+    }
+  }
+  FakeCache gone(4, 4, 0);
+  EXPECT_FALSE((*b)->read(address, remote, gone.layout, reads, deadline()).ok());
+  FakeCache restarted(4, 4, 90);
+  auto a2 = KvTransferAgent::create(restarted.view);
+  ASSERT_TRUE(a2.ok()) << a2.status().message();
+  ASSERT_TRUE((*b)->read((*a2)->worker_address(), (*a2)->remote_kinds(), restarted.layout, reads, deadline()).ok());
+  expect_copied(restarted);
+  EXPECT_EQ((*b)->totals().n_failed, 1u);
+}
+
 }  // namespace
 }  // namespace deepinfer::pd
