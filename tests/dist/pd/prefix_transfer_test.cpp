@@ -170,5 +170,39 @@ TEST(PrefixTransferHooks, PinsHandedToARequestAreDroppedWhenItIsAbortedBeforeAdm
   expect_idle(*core);
 }
 
+TEST(PrefixTransferHooks, ImportKeepsTheBlocksAComputeFiledMeanwhile) {
+  FakeCausalLM model(96, 2, {1}, 6);
+  auto prefill = make_core(model, options());
+  auto decode = make_core(model, options());
+  const auto tokens = prompt(33, 4);
+  auto r = decode->reserve_prefix(tokens, 4);
+  ASSERT_TRUE(r.has_value());
+  // While the blocks travel, a request with the same prompt computes and files them on decode.
+  run_to_completion(*decode, {sampled(tokens, 2)}, 50);
+  Request pre = sampled(tokens, 1);
+  pre.params.n = 1;
+  pre.prompt_token_ids.resize(4 * kBlock + 1);
+  prefill->add(1, pre, std::make_shared<OutputStream>(1), RequestTiming::Clock::now());
+  run(*prefill);
+  auto pinned = prefill->pin_prefix(pre.prompt_token_ids, r->receive);
+  ASSERT_TRUE(pinned.has_value());
+  for (size_t i = 0; i < pinned->size(); ++i)
+    copy_block(*prefill, (*pinned)[i].block, *decode, r->receive[i].block, (*pinned)[i].kind);
+  prefill->unpin(*pinned);
+  std::vector<PinnedBlock> held = decode->import_prefix(tokens, *r);
+  ASSERT_EQ(held.size(), r->receive.size());
+  for (size_t i = 0; i < held.size(); ++i) EXPECT_NE(held[i].block, r->receive[i].block) << "the filed block is kept";
+  EXPECT_EQ(decode->stats().n_kv_blocks_pinned, int(held.size()));
+  const auto expected = run_alone(model, options(), {sampled(tokens, 5)});
+  auto stream = std::make_shared<OutputStream>(2);
+  decode->add(2, sampled(tokens, 5), stream, RequestTiming::Clock::now(), held);
+  run(*decode);
+  CompletedRequest done = RequestHandle(2, stream).wait();
+  done.request_id = 0;
+  expect_same_outputs(expected, {done}, "blocks filed while the transfer ran");
+  expect_idle(*prefill);
+  expect_idle(*decode);
+}
+
 }  // namespace
 }  // namespace deepinfer::test
