@@ -8,6 +8,8 @@
 //   ceiling-nocap   the same with no batch cap: what verification costs where the cap stops it
 //   wrong           k drafts that are never right, with the acceptance gate (draft_gate.h)
 //   wrong-nogate    the same with the gate off: every decode step verifies k useless drafts
+//   wrong-warm      never right, gated, on an engine that ran the same requests once before
+//                   (untimed): new sequences start from the server's recent (rejected) outcomes
 // Decode is timed from the step after every request has its first token to the end: wall time,
 // process CPU time (all threads; the fair measure on a shared machine), output tokens, steps,
 // drafts, accepted drafts, accept length (1 + accepted / drafting steps), steps the gate held
@@ -40,7 +42,7 @@ namespace {
 struct BenchOptions {
   std::string model_dir;
   std::string batches = "1,4,8,32";
-  std::string modes = "plain,ceiling,ceiling-nocap,wrong,wrong-nogate";
+  std::string modes = "plain,ceiling,ceiling-nocap,wrong,wrong-nogate,wrong-warm";
   int prompt_len = 64;
   int output_len = 32;
   int k = 3;
@@ -74,15 +76,17 @@ Result<Run> run_mode(CausalLM& model, const BenchOptions& o, int n, const std::s
   if (mode == "ceiling-nocap") eo.speculative_max_batch = 1 << 20;
   if (mode == "wrong-nogate") eo.speculative_gate.min_acceptance = 0;
   DI_ASSIGN_OR_RETURN(auto core, EngineCore::create(model, eo));
+  // Request i has id i, and id n + i in the untimed first wave of wrong-warm.
+  const bool warm = mode == "wrong-warm";
   if (mode != "plain") {
     if (plain_tokens.empty()) return Status::Error("mode " + mode + " needs the plain mode first");
-    core->set_drafter(std::make_unique<bench::ReplayDrafter>(plain_tokens, model.info().vocab_size,
+    std::map<uint64_t, std::vector<int32_t>> known = plain_tokens;
+    for (const auto& [id, tokens] : plain_tokens) known[id + uint64_t(n)] = tokens;
+    core->set_drafter(std::make_unique<bench::ReplayDrafter>(std::move(known), model.info().vocab_size,
                                                              mode.rfind("wrong", 0) == 0));
   }
   std::mt19937 rng{uint32_t(n)};
-  std::vector<std::shared_ptr<OutputStream>> streams;
-  Run run;
-  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<Request> requests;
   for (int i = 0; i < n; ++i) {
     Request r;
     for (int k = 0; k < o.prompt_len; ++k) r.prompt_token_ids.push_back(int32_t(rng() % uint32_t(model.info().vocab_size)));
@@ -90,11 +94,22 @@ Result<Run> run_mode(CausalLM& model, const BenchOptions& o, int n, const std::s
     r.params.max_tokens = o.output_len;
     r.params.ignore_eos = true;
     DI_RETURN_IF_ERROR(core->validate(r));
-    run.tokens[uint64_t(i)] = r.prompt_token_ids;
-    streams.push_back(std::make_shared<OutputStream>(1));
-    core->add(uint64_t(i), std::move(r), streams.back(), t0);
+    requests.push_back(std::move(r));
   }
-  while (core->has_work() && core->stats().n_generated_tokens < uint64_t(n)) core->step();  // prefill
+  std::vector<std::shared_ptr<OutputStream>> streams;
+  Run run;
+  const auto t0 = std::chrono::steady_clock::now();
+  if (warm) {
+    for (int i = 0; i < n; ++i) core->add(uint64_t(n + i), requests[size_t(i)], std::make_shared<OutputStream>(1), t0);
+    while (core->has_work()) core->step();
+  }
+  const uint64_t n_generated_before = core->stats().n_generated_tokens;
+  for (int i = 0; i < n; ++i) {
+    run.tokens[uint64_t(i)] = requests[size_t(i)].prompt_token_ids;
+    streams.push_back(std::make_shared<OutputStream>(1));
+    core->add(uint64_t(i), requests[size_t(i)], streams.back(), t0);
+  }
+  while (core->has_work() && core->stats().n_generated_tokens < n_generated_before + uint64_t(n)) core->step();  // prefill
   const EngineStats before = core->stats();
   const auto d0 = std::chrono::steady_clock::now();
   const std::clock_t cpu0 = std::clock();
