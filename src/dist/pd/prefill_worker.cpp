@@ -43,6 +43,11 @@ PrefillWorker::~PrefillWorker() {
   wake_->notify_all();
   reaper_.join();
   if (!pins.empty()) engine_.post([pins](EngineCore& core) { core.unpin(pins); });
+  // A pin task of a prefill that gave up waiting may still be queued, and it uses this object:
+  // the engine runs its tasks in order, so once this one ran, none of them is left.
+  call_on_engine<bool>(
+      engine_, [](EngineCore&) { return true; }, [](EngineCore&, bool&) {},
+      std::chrono::steady_clock::now() + std::chrono::seconds(30));
 }
 
 void PrefillWorker::handle(const HttpRequest& request, const std::shared_ptr<HttpResponder>& res, const std::string& path) {

@@ -42,7 +42,8 @@ class PrefillWorker {
  public:
   // `engine` and `agent` outlive the worker.
   PrefillWorker(Engine& engine, KvTransferAgent& agent, PdOptions options);
-  // Unpins every lease still held.
+  // Unpins every lease still held, and waits (30 s at most) until the engine has run the tasks
+  // this worker posted.
   ~PrefillWorker();
 
   void handle(const HttpRequest& request, const std::shared_ptr<HttpResponder>& res, const std::string& path);
