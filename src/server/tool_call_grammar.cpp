@@ -83,6 +83,8 @@ Result<std::string> tool_call_constraint_text(ToolCallFormat format, const std::
     const json& f = tools[i]["function"];
     const std::string name = f["name"].get<std::string>();
     if (!parsable_name(name)) return field_error(at + ".name", "a tool name may not be empty or hold whitespace, '<' or '>'");
+    for (const json& earlier : out["tools"])
+      if (earlier["name"] == name) return field_error(at + ".name", "'" + name + "' names two tools");
     json tool = {{"index", i}, {"name", name}, {"strict", strict_of(tools[i])}};
     if (strict_of(tools[i])) {
       DI_ASSIGN_OR_RETURN(json schema, object_schema(find(f, "parameters"), at + ".parameters"));

@@ -35,8 +35,8 @@ bool has_strict_tools(const nlohmann::ordered_json& tools);
 
 // The constraint text for `tools` (the request's validated array) under `tool_choice` ("auto",
 // "required" or "function", with `function` its name). Errors name the field at fault
-// (tools[i].function.name / .parameters): names the parser could not read back, parameters that
-// are not an object schema.
+// (tools[i].function.name / .parameters): names the parser could not read back or that two tools
+// share, parameters that are not an object schema.
 Result<std::string> tool_call_constraint_text(ToolCallFormat format, const std::string& tool_choice,
                                               const std::string& function, const nlohmann::ordered_json& tools);
 

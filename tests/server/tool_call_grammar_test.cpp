@@ -240,6 +240,8 @@ TEST_F(ToolCallGrammarTest, BadToolsNameTheirField) {
                 .find("'tools[0].function.parameters': unsupported JSON Schema keyword 'if'"),
             std::string::npos);
   EXPECT_NE(error(json::array({tool("a b", nullptr)})).find("'tools[0].function.name'"), std::string::npos);
+  EXPECT_NE(error(json::array({tool("a", nullptr), tool("a", nullptr)})).find("'tools[1].function.name': 'a' names two"),
+            std::string::npos);
   EXPECT_NE(error(json::array({tool("a", nullptr)}), ToolCallFormat::kUnknown).find("not supported"), std::string::npos);
   EXPECT_TRUE(has_strict_tools(json::array({tool("a", nullptr)})));
   EXPECT_FALSE(has_strict_tools(kTools.at(2).is_object() ? json::array({kTools.at(2)}) : json()));

@@ -1,0 +1,164 @@
+"""Strict tool arguments end to end: tools with `"strict": true` through the official client
+against a real server on the tiny random DeepSeek-V3 model (its chat template's V3 tool-call
+format). Sampling is at temperature 1, so the grammar, not the model, makes calls valid: the
+parsed `tool_calls` name declared tools and their `arguments` validate against the tool's
+`parameters` with `jsonschema`, streamed and not, with n > 1. The tools are the function-calling
+schemas of JSONSchemaBench's Glaiveai2K collection in tests/grammar/corpus (real tool definitions),
+named by their file (several share a function name). A logit bias toward the tokens that close
+strings, objects and arrays (which the mask allows only where the grammar does) keeps a random
+model from writing strings past max_tokens; choices cut by max_tokens ("length") are only
+counted, and floors on the finished share keep the checks from passing vacuously."""
+import json
+import re
+
+import jsonschema
+import openai
+import pytest
+
+from server import ROOT
+
+CORPUS = ROOT / "tests" / "grammar" / "corpus"
+MESSAGES = [{"role": "user", "content": "Call a tool."}]
+# DeepSeek-V3 token ids of '"', '",', '"}', '"]', '}', ']' and <｜tool▁calls▁end｜>.
+CLOSING_BIAS = {"4": 10, "1760": 10, "62773": 10, "13747": 10, "95": 6, "63": 6, "128807": 10}
+
+
+def glaive_tools():
+    tools = []
+    with open(CORPUS / "jsonschemabench_sample.jsonl", encoding="utf-8") as f:
+        for line in f:
+            record = json.loads(line)
+            m = re.search(r"Glaiveai2K/([a-z_]+_[0-9a-f]+)\.json", record["origin"])
+            if m:
+                tools.append({"type": "function", "function": {"name": m.group(1), "strict": True,
+                                                               "parameters": record["schema"]}})
+    return tools
+
+
+TOOLS = glaive_tools()
+
+
+def validators(tools):
+    out = {}
+    for t in tools:
+        schema = t["function"].get("parameters", {"type": "object", "properties": {}, "additionalProperties": False})
+        cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        out[t["function"]["name"]] = cls(schema, format_checker=cls.FORMAT_CHECKER)
+    return out
+
+
+def supported_tools(client):
+    """The Glaive tools whose schemas compile; the others must be refused naming their field."""
+    ok = []
+    for tool in TOOLS:
+        try:
+            client.chat.completions.create(model="tiny", messages=MESSAGES, max_tokens=1, tools=[tool])
+            ok.append(tool)
+        except openai.BadRequestError as e:
+            assert e.body["param"] == "tools", e.body
+            assert e.body["message"].startswith("'tools[0].function.parameters': "), e.body
+    assert len(TOOLS) == 40 and len(ok) >= 30, len(ok)
+    return ok
+
+
+@pytest.fixture(scope="module")
+def tools(client):
+    return supported_tools(client)
+
+
+def check_calls(calls, checks, only=None):
+    assert calls
+    for call in calls:
+        assert call.type == "function" and call.id.startswith("call_")
+        assert call.function.name in checks and (only is None or call.function.name == only), call
+        checks[call.function.name].validate(json.loads(call.function.arguments))
+
+
+def test_required_and_named_calls_validate(client, tools):
+    n_done = n_length = 0
+    for i in range(3):
+        offered = tools[3 * i:3 * i + 3]
+        checks = validators(offered)
+        named = offered[1]["function"]["name"]
+        for choice_arg, only in (("required", None), ({"type": "function", "function": {"name": named}}, named)):
+            out = client.chat.completions.create(model="tiny", messages=MESSAGES, tools=offered, tool_choice=choice_arg,
+                                                 temperature=1, seed=i, n=2, max_tokens=160, logit_bias=CLOSING_BIAS)
+            for c in out.choices:
+                if c.finish_reason == "length":
+                    n_length += 1
+                    continue
+                assert c.finish_reason == "tool_calls", c
+                assert not c.message.content
+                check_calls(c.message.tool_calls, checks, only)
+                n_done += 1
+    assert n_done >= 6 and n_done >= 0.5 * (n_done + n_length), (n_done, n_length)
+
+
+def test_streamed_calls_validate_and_match_non_streamed(client, tools):
+    offered = tools[:4]
+    checks = validators(offered)
+    kwargs = dict(model="tiny", messages=MESSAGES, tools=offered, tool_choice="required", temperature=1, seed=11, n=2,
+                  max_tokens=160, logit_bias=CLOSING_BIAS)
+    whole = client.chat.completions.create(**kwargs)
+    calls = {}  # (choice, call index) -> [name, arguments, id]
+    finish = {}
+    for chunk in client.chat.completions.create(stream=True, **kwargs):
+        for c in chunk.choices:
+            for d in c.delta.tool_calls or []:
+                entry = calls.setdefault((c.index, d.index), ["", "", None])
+                entry[0] += d.function.name or ""
+                entry[1] += d.function.arguments or ""
+                entry[2] = entry[2] or d.id
+            if c.finish_reason:
+                finish[c.index] = c.finish_reason
+    n_done = 0
+    for c in whole.choices:
+        assert finish[c.index] == c.finish_reason
+        if c.finish_reason == "length":
+            continue
+        n_done += 1
+        check_calls(c.message.tool_calls, checks)
+        streamed = [calls[(c.index, k)] for k in range(len(c.message.tool_calls))]
+        assert [(s[0], s[1]) for s in streamed] == [(t.function.name, t.function.arguments) for t in c.message.tool_calls]
+    assert n_done >= 1
+
+
+def test_auto_gives_text_or_valid_calls(client, tools):
+    offered = tools[:3]
+    checks = validators(offered)
+    # Also toward the end of text (EOS, id 1) and the opening of calls (<｜tool▁calls▁begin｜>).
+    bias = {**CLOSING_BIAS, "1": 10, "128806": 11}
+    n_done = n_calls = 0
+    for seed in range(3):
+        out = client.chat.completions.create(model="tiny", messages=MESSAGES, tools=offered, temperature=1, seed=seed,
+                                             n=4, max_tokens=100, logit_bias=bias)
+        for c in out.choices:
+            if c.message.tool_calls:  # calls complete before a cut are valid too
+                check_calls(c.message.tool_calls, checks)
+                n_calls += 1
+            if c.finish_reason == "length":
+                continue
+            n_done += 1
+            assert "<｜tool▁calls▁begin｜>" not in (c.message.content or "")
+            assert c.finish_reason == ("tool_calls" if c.message.tool_calls else "stop"), c
+    assert n_done >= 4 and n_calls >= 1, (n_done, n_calls)
+
+
+def test_strict_tool_errors_name_the_field(client):
+    def bad(**kwargs):
+        with pytest.raises(openai.BadRequestError) as e:
+            client.chat.completions.create(model="tiny", messages=MESSAGES, max_tokens=4, **kwargs)
+        return e.value.body
+
+    tool = {"type": "function", "function": {"name": "f", "strict": True, "parameters": {"type": "array"}}}
+    body = bad(tools=[tool])
+    assert body["param"] == "tools" and body["message"].startswith("'tools[0].function.parameters': must describe"), body
+    body = bad(tools=[{"type": "function", "function": {"name": "f", "strict": True,
+                                                          "parameters": {"type": "object", "not": {}}}}])
+    assert body["param"] == "tools" and "'not'" in body["message"], body
+    body = bad(tools=[{"type": "function", "function": {"name": "two words", "strict": True}}])
+    assert body["param"] == "tools" and "tools[0].function.name" in body["message"], body
+    body = bad(tools=[{"type": "function", "function": {"name": "f", "strict": True}}] * 2)
+    assert body["param"] == "tools" and "'tools[1].function.name': 'f' names two tools" in body["message"], body
+    body = bad(tools=[{"type": "function", "function": {"name": "f", "strict": "yes"}}])
+    assert body["param"] == "tools" and "strict" in body["message"], body
