@@ -14,8 +14,9 @@ using namespace deepinfer;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
-  // First byte: the row width; second: which of 8 slots are on this rank.
+  // First byte: the row width and the wire dtype; second: which of 8 slots are on this rank.
   const int64_t hidden = 1 + data[0] % 8;
+  const DType wire = data[0] & 0x80 ? DType::BF16 : DType::F32;
   std::vector<int32_t> local_index(8, -1);
   int32_t n_local = 0;
   for (int s = 0; s < 8; ++s)
@@ -24,12 +25,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   std::vector<int64_t> counts(rest.size() / 8);
   if (!counts.empty()) std::memcpy(counts.data(), rest.data(), counts.size() * 8);
-  (void)check_announced_counts(counts, dispatch_record_bytes(hidden));
+  (void)check_announced_counts(counts, dispatch_record_bytes(hidden, wire));
 
   std::vector<uint8_t> bytes(rest.begin(), rest.end());  // as received: a buffer of its own
-  auto r = parse_dispatch(bytes, hidden, local_index);
+  auto r = parse_dispatch(bytes, hidden, local_index, wire);
   if (!r.ok()) return 0;
-  if (r->local_ids.size() != size_t(r->n) || r->n * dispatch_record_bytes(hidden) != int64_t(bytes.size())) std::abort();
+  if (r->local_ids.size() != size_t(r->n) || r->n * dispatch_record_bytes(hidden, wire) != int64_t(bytes.size()))
+    std::abort();
   float sum = 0;
   for (int64_t i = 0; i < r->n; ++i) {
     if (r->local_ids[size_t(i)] < 0 || r->local_ids[size_t(i)] >= n_local) std::abort();

@@ -38,6 +38,10 @@ void EngineFlags::add_to(CLI::App& cmd) {
                  "Seconds a rank waits for the others in one collective before it declares the group failed "
                  "(its requests then fail and /health answers 503)")
       ->capture_default_str();
+  cmd.add_option("--ep-wire-dtype", ep_wire_dtype,
+                 "Expert parallelism: token rows between ranks as f32 (outputs bitwise those of one process) or bf16 "
+                 "(half the bytes; accuracy in bench/RESULTS.md)")
+      ->capture_default_str();
   cmd.add_option("--eplb-redundant-experts", model.eplb.redundant_experts,
                  "Expert parallelism: extra expert slots (the routed experts + this must be a multiple of the ranks) "
                  "for copies of the busiest experts")
@@ -71,6 +75,9 @@ Status EngineFlags::resolve() {
   if ((eplb.redundant_experts > 0 || eplb.interval > 0) && expert_parallel <= 1)
     return Status::Error("--eplb-*: balances experts over the ranks of --expert-parallel N (N > 1)");
   if (eplb.window == 0) model.eplb.window = eplb.interval;
+  if (ep_wire_dtype != "f32" && ep_wire_dtype != "bf16")
+    return Status::Error("--ep-wire-dtype: '" + ep_wire_dtype + "' is not one of f32, bf16");
+  model.expert_wire_dtype = ep_wire_dtype == "bf16" ? DType::BF16 : DType::F32;
   return options.validate();
 }
 

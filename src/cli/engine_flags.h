@@ -19,6 +19,7 @@ struct EngineFlags {
   std::string speculative = "none";
   int expert_parallel = 1;            // ranks of the expert-parallel group (mpirun -np N); dist/ep/
   double ep_timeout_seconds = 60;     // deadline of each of the group's collectives
+  std::string ep_wire_dtype = "f32";  // model.expert_wire_dtype
   // EPLB: model.eplb (redundant_experts, interval, window) from --eplb-*.
 
   void add_to(CLI::App& cmd);

@@ -58,6 +58,9 @@ struct ModelOptions {
   // where this rank's expert loads are published (or null; outlives the model).
   EplbOptions eplb;
   ExpertLoad* expert_load = nullptr;
+  // With expert_group: the rows' dtype on the wire, F32 (outputs bitwise those of one process) or
+  // BF16 (half the bytes; accuracy in bench/RESULTS.md).
+  DType expert_wire_dtype = DType::F32;
 };
 
 // One sequence's draft query (CausalLM::draft): its positions [0, n_ctx) are in the cache (block

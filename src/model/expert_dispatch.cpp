@@ -30,9 +30,38 @@ DispatchPlan DispatchPlan::make(std::span<const int32_t> ids, const ExpertPlacem
   return p;
 }
 
+void rows_to_wire(const float* src, int64_t ld, int64_t n, int64_t hidden, DType wire, uint8_t* out) {
+  DI_CHECK(wire == DType::F32 || wire == DType::BF16);
+  for (int64_t r = 0; r < n; ++r) {
+    if (wire == DType::F32) {
+      std::memcpy(out + r * hidden * 4, src + r * ld, size_t(hidden) * 4);
+      continue;
+    }
+    for (int64_t c = 0; c < hidden; ++c) {
+      const uint16_t v = f32_to_bf16(src[r * ld + c]);
+      std::memcpy(out + (r * hidden + c) * 2, &v, 2);
+    }
+  }
+}
+
+void rows_from_wire(const uint8_t* in, int64_t n, int64_t hidden, DType wire, float* dst, int64_t ld) {
+  DI_CHECK(wire == DType::F32 || wire == DType::BF16);
+  for (int64_t r = 0; r < n; ++r) {
+    if (wire == DType::F32) {
+      std::memcpy(dst + r * ld, in + r * hidden * 4, size_t(hidden) * 4);
+      continue;
+    }
+    for (int64_t c = 0; c < hidden; ++c) {
+      uint16_t v;
+      std::memcpy(&v, in + (r * hidden + c) * 2, 2);
+      dst[r * ld + c] = bf16_to_f32(v);
+    }
+  }
+}
+
 void pack_dispatch(const DispatchPlan& plan, const float* x, int64_t ldx, int64_t hidden, std::span<const int32_t> ids,
-                   int top_k, std::span<uint8_t> out) {
-  const int64_t rec = dispatch_record_bytes(hidden);
+                   int top_k, std::span<uint8_t> out, DType wire) {
+  const int64_t rec = dispatch_record_bytes(hidden, wire);
   DI_CHECK(top_k > 0 && ids.size() == plan.send_order.size() && ids.size() % size_t(top_k) == 0);
   DI_CHECK(int64_t(out.size()) >= int64_t(ids.size()) * rec);
   for (size_t i = 0; i < plan.send_order.size(); ++i) {
@@ -40,7 +69,7 @@ void pack_dispatch(const DispatchPlan& plan, const float* x, int64_t ldx, int64_
     const int32_t a = plan.send_order[i];
     const int32_t header[2] = {plan.slot[size_t(a)], 0};
     std::memcpy(p, header, 8);
-    std::memcpy(p + 8, x + int64_t(a / top_k) * ldx, size_t(hidden) * 4);
+    rows_to_wire(x + int64_t(a / top_k) * ldx, ldx, 1, hidden, wire, p + 8);
   }
 }
 
@@ -57,15 +86,17 @@ Status check_announced_counts(std::span<const int64_t> n_records, int64_t record
 }
 
 Result<ReceivedRecords> parse_dispatch(std::span<const uint8_t> bytes, int64_t hidden,
-                                       std::span<const int32_t> local_index) {
-  const int64_t rec = dispatch_record_bytes(hidden);
+                                       std::span<const int32_t> local_index, DType wire) {
+  const int64_t rec = dispatch_record_bytes(hidden, wire);
   if (int64_t(bytes.size()) % rec != 0)
     return Status::Error("expert dispatch: " + std::to_string(bytes.size()) + " bytes are not whole records of " +
                          std::to_string(rec) + " bytes");
   ReceivedRecords r;
   r.n = int64_t(bytes.size()) / rec;
-  r.ldx = rec / 4;
-  r.x = r.n > 0 ? reinterpret_cast<const float*>(bytes.data() + 8) : nullptr;
+  if (wire == DType::F32) {
+    r.ldx = rec / 4;
+    r.x = r.n > 0 ? reinterpret_cast<const float*>(bytes.data() + 8) : nullptr;
+  }
   r.local_ids.resize(size_t(r.n));
   for (int64_t i = 0; i < r.n; ++i) {
     int32_t header[2];
@@ -75,6 +106,12 @@ Result<ReceivedRecords> parse_dispatch(std::span<const uint8_t> bytes, int64_t h
       return Status::Error("expert dispatch: record " + std::to_string(i) + " names slot " + std::to_string(e) +
                            ", which is not on this rank");
     r.local_ids[size_t(i)] = local_index[size_t(e)];
+  }
+  if (wire != DType::F32) {
+    r.widened.resize(size_t(r.n * hidden));
+    for (int64_t i = 0; i < r.n; ++i) rows_from_wire(bytes.data() + i * rec + 8, 1, hidden, wire, r.widened.data() + i * hidden, hidden);
+    r.ldx = hidden;
+    r.x = r.widened.data();
   }
   return r;
 }

@@ -6,22 +6,32 @@
 //   home: combine_expert_outputs() -> y
 //
 // Wire record of one assignment (dispatch): int32 slot id (ExpertPlacement), int32 zero, then the token's
-// activation row as `hidden` f32 values (as the single-process kernel reads it, so results are
-// bitwise the same). Return: one f32 row of `hidden` values per received record, in the order
-// received (the expert's output before the routing weight).
+// activation row as `hidden` values of the wire dtype: f32 (as the single-process kernel reads
+// it, so results are bitwise the same), or bf16 (rounded to nearest even: half the bytes, not
+// bitwise). Return: one row of `hidden` values of the wire dtype per received record, in the
+// order received (the expert's output before the routing weight).
 #pragma once
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/status.h"
 #include "model/expert_group.h"
 
 namespace deepinfer {
 
-inline int64_t dispatch_record_bytes(int64_t hidden) { return 8 + hidden * 4; }
-inline int64_t return_record_bytes(int64_t hidden) { return hidden * 4; }
+// wire: F32 or BF16.
+inline int64_t dispatch_record_bytes(int64_t hidden, DType wire = DType::F32) {
+  return 8 + hidden * int64_t(dtype_size(wire));
+}
+inline int64_t return_record_bytes(int64_t hidden, DType wire = DType::F32) { return hidden * int64_t(dtype_size(wire)); }
+
+// Rows of `hidden` values in the wire dtype to and from f32: src/dst [n, ld] f32, the wire rows
+// back to back. F32 copies; BF16 rounds to nearest even (and widens exactly).
+void rows_to_wire(const float* src, int64_t ld, int64_t n, int64_t hidden, DType wire, uint8_t* out);
+void rows_from_wire(const uint8_t* in, int64_t n, int64_t hidden, DType wire, float* dst, int64_t ld);
 
 // The home rank's side: assignments a = r * top_k + j of rows r < m, each to the slot
 // ExpertPlacement::slot_for picks (an expert's assignments in order of a take turns over its
@@ -39,14 +49,15 @@ struct DispatchPlan {
 // Writes the plan's records, in send_order, to `out` ([m * top_k * dispatch_record_bytes]).
 // x: [m, ldx], the first `hidden` columns used; ids: [m, top_k].
 void pack_dispatch(const DispatchPlan& plan, const float* x, int64_t ldx, int64_t hidden, std::span<const int32_t> ids,
-                   int top_k, std::span<uint8_t> out);
+                   int top_k, std::span<uint8_t> out, DType wire = DType::F32);
 
 // The owner's side: the records received from all ranks, back to back.
 struct ReceivedRecords {
   int64_t n = 0;
-  const float* x = nullptr;         // row i at x + i * ldx (inside the received bytes)
-  int64_t ldx = 0;                  // dispatch_record_bytes(hidden) / 4
+  const float* x = nullptr;         // row i at x + i * ldx: inside the received bytes (f32 wire), or `widened`
+  int64_t ldx = 0;
   std::vector<int32_t> local_ids;   // [n]: each record's slot as an index into local_slots()
+  std::vector<float> widened;       // [n, hidden]: the rows as f32 (bf16 wire)
 };
 
 // Checks the record counts the other ranks announced (exchange_counts): each at least 0, and all
@@ -57,7 +68,7 @@ Status check_announced_counts(std::span<const int64_t> n_records, int64_t record
 // first that does not) and indexes them. `bytes` must stay alive while x is read.
 // `local_index`: [n_slots], a slot's index in placement.local_slots(), or -1.
 Result<ReceivedRecords> parse_dispatch(std::span<const uint8_t> bytes, int64_t hidden,
-                                       std::span<const int32_t> local_index);
+                                       std::span<const int32_t> local_index, DType wire = DType::F32);
 
 // y[r] = sum over the row's experts in increasing id of weight * output, then + shared[r]:
 // exactly the single-process MoE kernel's order and operations (kernels/cpu/moe.cpp).

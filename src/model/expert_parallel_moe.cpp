@@ -9,14 +9,17 @@
 namespace deepinfer {
 
 ExpertParallelMoe::ExpertParallelMoe(ExpertGroup& group, std::vector<int32_t> moe_layers, const ExpertPlacement& initial,
-                                     const EplbOptions& eplb, int n_expert_groups, ExpertLoad* load, Backend& backend)
+                                     const EplbOptions& eplb, int n_expert_groups, ExpertLoad* load, Backend& backend,
+                                     DType wire)
     : group_(group),
       moe_layers_(std::move(moe_layers)),
       placements_(moe_layers_.size(), initial),
       eplb_(eplb),
       n_expert_groups_(n_expert_groups),
       load_(load),
-      backend_(backend) {
+      backend_(backend),
+      wire_(wire) {
+  DI_CHECK(wire_ == DType::F32 || wire_ == DType::BF16);
   DI_CHECK(initial.n_ranks == group_.size() && initial.rank == group_.rank());
   counts_.assign(moe_layers_.size(), std::vector<int64_t>(size_t(initial.n_experts()), 0));
   if (load_) {
@@ -103,8 +106,12 @@ void ExpertParallelMoe::run(int layer, const float* x, int64_t ldx, int64_t m, i
     for (int64_t r = 0; r < m; ++r) std::fill_n(y + r * ldy, hidden, 0.0f);
     return;
   }
-  combine_expert_outputs(plan_, {ids, n_assign}, {weights, n_assign}, top_k,
-                         reinterpret_cast<const float*>(back_recv_.data()), shared_out, hidden, y, ldy);
+  const float* outputs = reinterpret_cast<const float*>(back_recv_.data());
+  if (wire_ != DType::F32) {
+    rows_from_wire(back_recv_.data(), int64_t(n_assign), hidden, wire_, sized(back_f32_, n_assign * size_t(hidden)), hidden);
+    outputs = back_f32_.data();
+  }
+  combine_expert_outputs(plan_, {ids, n_assign}, {weights, n_assign}, top_k, outputs, shared_out, hidden, y, ldy);
 }
 
 Status ExpertParallelMoe::exchange_and_compute(const ExpertPlacement& placement, const float* x, int64_t ldx,
@@ -113,12 +120,12 @@ Status ExpertParallelMoe::exchange_and_compute(const ExpertPlacement& placement,
   DI_RETURN_IF_ERROR(group_.health());
   const int n_ranks = placement.n_ranks;
   const size_t n_assign = size_t(m * top_k);
-  const int64_t rec = dispatch_record_bytes(hidden), back = return_record_bytes(hidden);
+  const int64_t rec = dispatch_record_bytes(hidden, wire_), back = return_record_bytes(hidden, wire_);
 
   // Dispatch: counts, then the records.
   plan_ = DispatchPlan::make({ids, n_assign}, placement);
   send_.resize(n_assign * size_t(rec));
-  pack_dispatch(plan_, x, ldx, hidden, {ids, n_assign}, top_k, send_);
+  pack_dispatch(plan_, x, ldx, hidden, {ids, n_assign}, top_k, send_, wire_);
   n_recv_.assign(size_t(n_ranks), 0);
   DI_RETURN_IF_ERROR(group_.exchange_counts(plan_.n_send, n_recv_));
   DI_RETURN_IF_ERROR(check_announced_counts(n_recv_, rec));
@@ -137,14 +144,17 @@ Status ExpertParallelMoe::exchange_and_compute(const ExpertPlacement& placement,
   const std::vector<int32_t> local_slots = placement.local_slots();
   local_index_.assign(size_t(placement.n_slots()), -1);
   for (size_t k = 0; k < local_slots.size(); ++k) local_index_[size_t(local_slots[k])] = int32_t(k);
-  DI_ASSIGN_OR_RETURN(ReceivedRecords in, parse_dispatch(recv_, hidden, local_index_));
+  DI_ASSIGN_OR_RETURN(ReceivedRecords in, parse_dispatch(recv_, hidden, local_index_, wire_));
   back_send_.resize(size_t(n_received * back));
   if (in.n > 0) {
     local_refs_.clear();
     for (const int32_t s : local_slots) local_refs_.push_back(experts[size_t(placement.slot_expert[size_t(s)])]);
     ones_.assign(size_t(in.n), 1.0f);
+    float* out = wire_ == DType::F32 ? reinterpret_cast<float*>(back_send_.data())
+                                     : sized(expert_out_, size_t(in.n * hidden));
     backend_.moe({in.x, in.ldx, in.n, local_refs_.data(), int(local_refs_.size()), 1, in.local_ids.data(), ones_.data(),
-                  nullptr, reinterpret_cast<float*>(back_send_.data()), hidden});
+                  nullptr, out, hidden});
+    if (wire_ != DType::F32) rows_to_wire(out, hidden, in.n, hidden, wire_, back_send_.data());
   }
   if (load_) load_->add_computed(in.n);
 

@@ -1,7 +1,7 @@
 // The MoE layers' routed experts across an ExpertGroup: each layer's home rows go to the slots
 // holding their experts (ExpertPlacement, one per MoE layer), are computed there by the
 // backend's grouped MoE kernel, come back and are summed here with the routing weights
-// (expert_dispatch.h). The result is bitwise the single-process kernel's: its rows are computed
+// (expert_dispatch.h). With f32 on the wire the result is bitwise the single-process kernel's: its rows are computed
 // independently with a fixed reduction order (kernels/ops.h), an expert's output for a row does
 // not depend on which rows share its group or which copy computes it, and the sum runs in the
 // kernel's order. The shared experts run here, on the home rank.
@@ -37,8 +37,10 @@ class ExpertParallelMoe {
 
   // moe_layers: the model's MoE layer indices; every one starts with `initial`. load: where this
   // rank's loads are published, or null. n_expert_groups: the router's expert groups (n_group).
+  // wire: F32 (bitwise the single process) or BF16 rows on the wire (expert_dispatch.h).
   ExpertParallelMoe(ExpertGroup& group, std::vector<int32_t> moe_layers, const ExpertPlacement& initial,
-                    const EplbOptions& eplb, int n_expert_groups, ExpertLoad* load, Backend& backend);
+                    const EplbOptions& eplb, int n_expert_groups, ExpertLoad* load, Backend& backend,
+                    DType wire = DType::F32);
 
   const ExpertPlacement& placement(int layer) const { return placements_[size_t(index_of(layer))]; }
 
@@ -66,6 +68,7 @@ class ExpertParallelMoe {
   int n_expert_groups_;
   ExpertLoad* load_;
   Backend& backend_;
+  DType wire_;
   int64_t n_forwards_ = 0;
   std::vector<std::vector<int64_t>> counts_;         // [moe layer][expert]: this period's tokens from here
   std::deque<std::vector<std::vector<int64_t>>> periods_;  // the last periods' counts, oldest first
@@ -76,7 +79,7 @@ class ExpertParallelMoe {
   std::vector<uint8_t> send_, recv_, back_send_, back_recv_;
   std::vector<int64_t> n_recv_, send_bytes_, recv_bytes_;
   std::vector<MlpWeightRefs> local_refs_;
-  std::vector<float> ones_, shared_act_, shared_out_;
+  std::vector<float> ones_, shared_act_, shared_out_, expert_out_, back_f32_;
 };
 
 }  // namespace deepinfer

@@ -90,7 +90,8 @@ Result<std::unique_ptr<DeepseekModel>> DeepseekModel::Load(const std::string& mo
     for (int l = 0; l < model->config_.num_hidden_layers; ++l)
       if (model->weights_->layers[size_t(l)].is_moe) moe_layers.push_back(l);
     model->ep_ = std::make_unique<ExpertParallelMoe>(*options.expert_group, std::move(moe_layers), *placement, options.eplb,
-                                                     std::max(1, model->config_.n_group), options.expert_load, backend);
+                                                     std::max(1, model->config_.n_group), options.expert_load, backend,
+                                                     options.expert_wire_dtype);
     model->model_dir_ = model_dir;
   }
   return model;

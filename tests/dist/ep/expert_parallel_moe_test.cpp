@@ -4,6 +4,7 @@
 // and bf16 activations, idle ranks (0 rows) and uneven loads. A failed group zeroes the output.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <thread>
@@ -154,6 +155,58 @@ INSTANTIATE_TEST_SUITE_P(Shapes, ExpertParallelMoeTest,
                                          Case{DType::BF16, DType::F32, 3}, Case{DType::BF16, DType::F32, 5},
                                          Case{DType::BF16, DType::BF16, 2}, Case{DType::BF16, DType::BF16, 4},
                                          Case{DType::F8_E4M3, DType::F32, 2}, Case{DType::F8_E4M3, DType::F32, 4}));
+
+TEST(ExpertParallelMoe, Bf16OnTheWireIsCloseAndHalvesTheBytes) {
+  std::mt19937 rng(5);
+  const int n_ranks = 3, n_experts = 6, top_k = 2;
+  const Layer layer(n_experts, 64, 32, DType::BF16, DType::F32, rng);
+  std::vector<Rows> rows;
+  for (int rank = 0; rank < n_ranks; ++rank) rows.push_back(random_rows(4 + rank, layer.hidden, n_experts, top_k, rng));
+  test::ExchangeHub hub(n_ranks);
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < n_ranks; ++rank) {
+    threads.emplace_back([&, rank] {
+      test::FakeExpertGroup group(hub, rank);
+      auto placement = ExpertPlacement::contiguous(n_experts, n_ranks, rank);
+      ExpertParallelMoe moe(group, {0}, *placement, EplbOptions{}, 1, nullptr, cpu_backend(), DType::BF16);
+      Rows& r = rows[size_t(rank)];
+      r.y.assign(size_t(r.m * layer.hidden), -1.0f);
+      moe.run(0, r.x.data(), layer.hidden, r.m, layer.hidden, top_k, r.ids.data(), r.weights.data(), layer.refs,
+              &layer.shared_ref, r.y.data(), layer.hidden);
+      EXPECT_TRUE(group.health().ok());
+    });
+  }
+  for (auto& t : threads) t.join();
+  double max_err = 0, max_ref = 0;
+  bool all_equal = true;
+  for (const Rows& r : rows) {
+    const std::vector<float> want = single_process(layer, r, top_k);
+    for (size_t i = 0; i < want.size(); ++i) {
+      max_err = std::max(max_err, double(std::fabs(r.y[i] - want[i])));
+      max_ref = std::max(max_ref, double(std::fabs(want[i])));
+      all_equal &= r.y[i] == want[i];
+    }
+  }
+  EXPECT_FALSE(all_equal);                // rounded: not the f32 result
+  EXPECT_LT(max_err, 0.02 * max_ref);     // two bf16 roundings (input row, expert output)
+  EXPECT_EQ(dispatch_record_bytes(64, DType::BF16), 8 + 128);
+  EXPECT_EQ(return_record_bytes(64, DType::BF16), 128);
+}
+
+TEST(ExpertDispatch, WireRowsRoundTrip) {
+  const std::vector<float> exact = {1.0f, -2.5f, 0.0f, 3.140625f, -65536.0f, 1e-3f};
+  std::vector<uint8_t> wire(exact.size() * 2);
+  rows_to_wire(exact.data(), 3, 2, 3, DType::BF16, wire.data());
+  std::vector<float> back(6);
+  rows_from_wire(wire.data(), 2, 3, DType::BF16, back.data(), 3);
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(back[i], exact[i]);  // bf16 values come back exactly
+  EXPECT_NEAR(back[5], 1e-3f, 1e-5f);
+  EXPECT_EQ(back[5], bf16_to_f32(f32_to_bf16(1e-3f)));
+  std::vector<uint8_t> wire32(exact.size() * 4);
+  rows_to_wire(exact.data(), 3, 2, 3, DType::F32, wire32.data());
+  rows_from_wire(wire32.data(), 2, 3, DType::F32, back.data(), 3);
+  EXPECT_EQ(back, exact);
+}
 
 TEST(ExpertParallelMoe, AFailedExchangeFailsTheGroupAndZeroesTheOutput) {
   std::mt19937 rng(7);
