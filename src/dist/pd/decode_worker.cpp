@@ -158,6 +158,9 @@ std::string DecodeWorker::metrics() const {
   line("deepinfer_pd_local_prefills_total", "counter", "Requests with a prefill URL computed here (short prompt or no free blocks)",
        double(n_local_));
   line("deepinfer_pd_local_hit_blocks_total", "counter", "Prompt blocks this prefix cache already held", double(n_hit_blocks_));
+  const TransferTotals reads = agent_.totals();
+  line("deepinfer_pd_read_seconds_total", "counter", "Seconds spent reading blocks over UCX (the data plane alone)", reads.seconds);
+  line("deepinfer_pd_read_failures_total", "counter", "UCX reads that failed (peer gone, deadline)", double(reads.n_failed));
   line("deepinfer_pd_blocks_held", "gauge", "KV blocks pinned for transfers", double(engine_.stats().n_kv_blocks_pinned));
   return out;
 }

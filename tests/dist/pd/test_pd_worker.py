@@ -9,6 +9,7 @@ import os
 import pathlib
 import shutil
 import signal
+import subprocess
 import sys
 import time
 import urllib.error
@@ -131,6 +132,8 @@ def test_outputs_equal_a_single_server(both, prefill, decode):
     assert moved > 0 and metric(decode, "deepinfer_pd_bytes_moved_total", "decode") > 0
     assert metric(prefill, "deepinfer_pd_blocks_moved_total", "prefill") >= moved
     assert metric(decode, "deepinfer_pd_local_hit_blocks_total", "decode") >= 3, "decode's own prefix cache was used"
+    assert 0 < metric(decode, "deepinfer_pd_read_seconds_total", "decode") <= metric(
+        decode, "deepinfer_pd_transfer_seconds_total", "decode")
     wait_released(decode, "decode")
     wait_released(prefill, "prefill")
 
@@ -224,3 +227,26 @@ def test_a_client_that_goes_away_frees_the_decode_side_at_once(deepinfer_bin, mo
     finally:
         victim.proc.send_signal(signal.SIGCONT)
         assert victim.stop() == 0, "".join(victim.log)
+
+
+def test_a_layout_mismatch_is_refused_naming_it(deepinfer_bin, model, prefill):
+    fp8 = Server(deepinfer_bin, model, *BLOCK, "--role", "decode", "--kv-cache-dtype", "fp8",
+                 "--pd-min-prefill-tokens", "1")
+    try:
+        status, headers, text = post(fp8.base, {"model": "tiny", "prompt": prompt(40, 105), "max_tokens": 2},
+                                     {"X-DeepInfer-Prefill-Url": prefill.base})
+        assert status == 503 and headers.get("X-DeepInfer-Retry") == "prefill"
+        assert "KV layout mismatch: the cache dtype" in json.loads(text)["error"]["message"]
+        wait_released(fp8, "decode")
+    finally:
+        assert fp8.stop() == 0, "".join(fp8.log)
+
+
+def test_roles_are_checked_at_start(deepinfer_bin, model):
+    bad = subprocess.run([deepinfer_bin, "serve", "--model", str(model), "--port", "0", "--role", "router"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode != 0 and "--role: 'router' is not prefill, decode or both" in bad.stderr
+    no_cache = subprocess.run([deepinfer_bin, "serve", "--model", str(model), "--port", "0", "--role", "decode",
+                               "--no-prefix-caching", "--kv-cache-memory", str(64 << 20)],
+                              capture_output=True, text=True, timeout=120)
+    assert no_cache.returncode != 0 and "drop --no-prefix-caching" in no_cache.stderr
