@@ -1,9 +1,12 @@
 // `deepinfer router`: the OpenAI endpoint in front of prefill and decode workers (P/D
-// disaggregation; src/dist/router/, docs/architecture.md). Runs until SIGINT or SIGTERM.
+// disaggregation; src/dist/router/, docs/architecture.md). Runs until SIGINT or SIGTERM, then
+// lets relayed requests finish (up to --shutdown-timeout) while new ones get 503.
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "cli/commands.h"
 #include "dist/router/router_service.h"
@@ -16,6 +19,7 @@ struct RouterFlags {
   std::string prefill, decode;
   HttpServerOptions http;
   router::RouterOptions router;
+  double shutdown_timeout_seconds = 30;
 };
 
 int fail(const std::string& message) {
@@ -70,8 +74,15 @@ int run_router(RouterFlags& f) {
 
   int sig = 0;
   sigwait(&signals, &sig);
-  std::fprintf(stderr, "deepinfer: %s received, stopping the router\n", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  std::fprintf(stderr, "deepinfer: %s received, draining the router (up to %.0f s)\n", sig == SIGTERM ? "SIGTERM" : "SIGINT",
+               f.shutdown_timeout_seconds);
+  service.set_draining();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(int64_t(f.shutdown_timeout_seconds * 1000));
+  while (service.n_active() > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (service.n_active() > 0) std::fprintf(stderr, "deepinfer: closing %lld requests still relayed\n", (long long)service.n_active());
   (*server)->stop();
+  std::fprintf(stderr, "deepinfer: stopped\n");
   return 0;
 }
 
@@ -104,6 +115,9 @@ void add_router_command(CLI::App& app, Runner& run) {
       ->capture_default_str();
   cmd->add_option("--health-max-backoff", f->router.health.max_s,
                   "Longest wait between checks of a worker that is down (the wait doubles from 0.25 s)")
+      ->capture_default_str();
+  cmd->add_option("--shutdown-timeout", f->shutdown_timeout_seconds,
+                  "Seconds relayed requests may take to finish after SIGTERM (new ones get 503)")
       ->capture_default_str();
   cmd->add_option("--affinity-prefix-bytes", f->router.affinity_bytes,
                   "Leading prompt bytes hashed to choose the prefill worker (prefix-cache affinity)")

@@ -30,12 +30,17 @@ class Router:
         self.log.append(line)
         m = re.search(r"listening on http://[\d.]+:(\d+)", line)
         if not m:
+            self.proc.kill()
             raise RuntimeError("router did not start: " + line + self.proc.stderr.read())
         self.port = int(m.group(1))
         self.base = f"http://127.0.0.1:{self.port}"
         threading.Thread(target=self._drain, daemon=True).start()
         if wait_healthy:
-            self.wait_health(200)
+            try:
+                self.wait_health(200)
+            except AssertionError:
+                self.proc.kill()
+                raise
 
     def _drain(self):
         for line in self.proc.stderr:

@@ -2,10 +2,12 @@
 OpenAI server, i.e. a `both` worker of the P/D contract) and a stub prefill worker: through the
 official openai client the outputs are those of a single server, requests spread over the
 decode workers, a client that goes stops its worker's request, draining moves new requests
-while the running ones finish, and hostile requests get the server's kinds of errors."""
+while the running ones finish, hostile requests get the server's kinds of errors, and SIGTERM
+lets relayed requests finish."""
 import concurrent.futures
 import http.client
 import json
+import signal
 import socket
 
 import openai
@@ -253,3 +255,23 @@ def test_no_decode_worker_is_a_503(deepinfer_bin, prefill):
     finally:
         assert r.stop() == 0
         closed.close()
+
+
+def test_sigterm_lets_relayed_requests_finish(deepinfer_bin, workers, prefill):
+    r = Router(deepinfer_bin, [prefill.url], [w.base for w in workers], "--shutdown-timeout", "600")
+    conn = http.client.HTTPConnection("127.0.0.1", r.port, timeout=600)
+    conn.request("POST", "/v1/completions", json.dumps({"model": "tiny", "prompt": "finish me", "max_tokens": 100,
+                                                         "ignore_eos": True, "stream": True}),
+                 {"Content-Type": "application/json"})
+    resp = conn.getresponse()
+    assert resp.readline().startswith(b"data: ")
+    r.proc.send_signal(signal.SIGTERM)
+    r.wait_health(503)  # draining: new requests are refused ...
+    status, body = r.post("/v1/completions", {"model": "tiny", "prompt": "x", "max_tokens": 1})
+    assert status == 503 and "shutting down" in body["error"]["message"]
+    events = [line for line in resp.read().split(b"\n") if line.startswith(b"data: ")]
+    conn.close()
+    assert events[-1] == b"data: [DONE]"  # ... while the running one finishes
+    assert json.loads(events[-2][6:])["choices"][0]["finish_reason"] == "length"
+    assert r.proc.wait(timeout=60) == 0
+    assert any("draining the router" in line for line in r.log)

@@ -124,7 +124,11 @@ def test_killed_decode_worker_ends_the_stream_with_an_error_and_later_requests_g
                                                                                           stubs):
     p = stubs("p")
     doomed, survivor = Server(deepinfer_bin, model_dir), Server(deepinfer_bin, model_dir)
-    r = Router(deepinfer_bin, [p.url], [doomed.base, survivor.base], "--upstream-read-timeout", "30")
+    try:
+        r = Router(deepinfer_bin, [p.url], [doomed.base, survivor.base], "--upstream-read-timeout", "30")
+    except Exception:
+        doomed.stop(), survivor.stop()
+        raise
     try:
         assert r.post("/router/drain", {"url": survivor.base})[0] == 200  # the stream must go to `doomed`
         conn = http.client.HTTPConnection("127.0.0.1", r.port, timeout=120)

@@ -125,11 +125,13 @@ def test_a_shared_prefix_is_a_prefix_hit_on_its_prefill_worker(router, prefills,
 
 def test_a_killed_prefill_worker_is_retried_on_the_other(deepinfer_bin, model_dir, both, prefills, decodes):
     victim = Server(deepinfer_bin, model_dir, *BLOCK, "--role", "prefill")
-    # Checks far apart: the router learns of the death from the decode workers' retry answers.
-    r = Router(deepinfer_bin, [victim.base, prefills[0].base], [d.base for d in decodes], "--health-interval", "600")
     try:
+        # Checks far apart: the router learns of the death from the decode workers' retry answers.
+        r = Router(deepinfer_bin, [victim.base, prefills[0].base], [d.base for d in decodes], "--health-interval", "600")
+    finally:
         victim.proc.send_signal(signal.SIGKILL)
         victim.proc.wait()
+    try:
         via_router, single = client_of(r.base), client_of(both.base)
         for i in range(12):  # distinct prompts: about half hash to the dead worker
             kwargs = dict(model="tiny", prompt=long_prompt(200 + i), max_tokens=6, temperature=0)

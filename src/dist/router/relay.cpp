@@ -38,7 +38,9 @@ bool starts_with_ci(const std::string& s, std::string_view prefix) {
 Relay::Relay(RouterContext& ctx, HttpRequest request, std::shared_ptr<HttpResponder> responder, std::string endpoint,
              uint64_t affinity_key)
     : ctx_(ctx), request_(std::move(request)), responder_(std::move(responder)), endpoint_(std::move(endpoint)),
-      affinity_key_(affinity_key) {}
+      affinity_key_(affinity_key) {
+  ctx_.n_active.fetch_add(1);
+}
 
 void Relay::start() {
   std::weak_ptr<Relay> weak = weak_from_this();
@@ -199,6 +201,7 @@ void Relay::finish(Outcome outcome) {
   if (finished_) return;
   finished_ = true;
   ctx_.metrics.count(endpoint_, outcome);
+  ctx_.n_active.fetch_sub(1);
 }
 
 }  // namespace deepinfer::router

@@ -15,6 +15,7 @@
 // Everything after start() runs on the UpstreamPool's thread.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +35,7 @@ struct RouterContext {
   WorkerRegistry& registry;
   UpstreamPool& pool;
   RouterMetrics& metrics;
+  std::atomic<int64_t>& n_active;  // relays created and not yet finished
 };
 
 class Relay : public std::enable_shared_from_this<Relay> {

@@ -33,11 +33,13 @@ RouterService::RouterService(RouterOptions options)
       registry_(options_.prefill_urls, options_.decode_urls, options_.health, options_.n_virtual_nodes),
       pool_(endpoints_of(options_)),
       monitor_(registry_, pool_, options_.health_timeout_s),
-      context_{options_, registry_, pool_, metrics_} {}
+      context_{options_, registry_, pool_, metrics_, n_active_} {}
 
 RouterService::~RouterService() { pool_.stop(); }
 
 void RouterService::start() { monitor_.start(); }
+
+void RouterService::set_draining() { draining_.store(true); }
 
 void RouterService::count_rejected(const std::string& target) {
   metrics_.count(endpoint_of(target.substr(0, target.find('?'))), Outcome::kRejected);
@@ -55,7 +57,8 @@ void RouterService::reply_error(const std::shared_ptr<HttpResponder>& res, const
   HttpHeaders headers;
   if (status == 401) headers.emplace_back("WWW-Authenticate", "Bearer realm=\"deepinfer\"");
   if (status == 503) headers.emplace_back("Retry-After", "1");
-  metrics_.count(endpoint, status == 503 ? Outcome::kNoWorker : Outcome::kRejected);
+  if (endpoint != "/health" && endpoint != "/metrics")
+    metrics_.count(endpoint, status == 503 ? Outcome::kNoWorker : Outcome::kRejected);
   res->send(status, "application/json", dump(e.to_json()), std::move(headers));
 }
 
@@ -64,6 +67,8 @@ void RouterService::handle(HttpRequest req, std::shared_ptr<HttpResponder> res) 
   const std::string endpoint = endpoint_of(path);
   const bool get = req.method == "GET", post = req.method == "POST";
 
+  if (draining_.load() && path != "/metrics")
+    return reply_error(res, endpoint, 503, "the router is shutting down", "service_unavailable");
   if (path == "/health") {
     if (!get) return reply_error(res, endpoint, 405, "use GET for /health", "invalid_request_error");
     const bool prefill = registry_.serving(WorkerRole::kPrefill), decode = registry_.serving(WorkerRole::kDecode);

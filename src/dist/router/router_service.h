@@ -8,9 +8,11 @@
 //   POST /router/drain, /router/undrain  {"url": WORKER_URL}: stop or resume new requests to
 //        that worker; its requests in flight finish. Answers {"url", "draining", "in_flight"}.
 // With an API key, everything but /health and /metrics needs "Authorization: Bearer KEY".
+// Once draining (shutdown), everything but /metrics gets 503 while relayed requests finish.
 // Errors are OpenAI error bodies. handle() may be called from any thread.
 #pragma once
 
+#include <atomic>
 #include <memory>
 
 #include "dist/router/health_monitor.h"
@@ -30,6 +32,8 @@ class RouterService {
   ~RouterService();  // stops the upstream thread first
 
   void start();  // begins the health checks
+  void set_draining();
+  int64_t n_active() const { return n_active_.load(); }  // relayed requests not finished
   void handle(HttpRequest request, std::shared_ptr<HttpResponder> responder);
   // Requests the HTTP server refused before handle() (413, 431, 400): counted as rejected.
   void count_rejected(const std::string& target);
@@ -45,6 +49,8 @@ class RouterService {
   RouterMetrics metrics_;
   UpstreamPool pool_;
   HealthMonitor monitor_;
+  std::atomic<int64_t> n_active_{0};
+  std::atomic<bool> draining_{false};
   RouterContext context_;
 };
 
