@@ -84,6 +84,10 @@ WeightRow<E> weight_row(const LinearWeight& w, int64_t row) {
   return r;
 }
 
+// How far ahead of the arithmetic each fp8 weight stream is prefetched: widening fp8 leaves too
+// few loads in flight for the hardware prefetcher alone (bench/RESULTS.md, second round).
+constexpr int64_t kFp8PrefetchBytes = 1024;
+
 // out[i * 4 + j] = dot(x[i][0, k_len), w[j]) for i < MR, j < 4. seg: fp8 scale block length
 // (a multiple of V::kW), else k_len.
 template <class V, class R, int MR, class XE>
@@ -107,6 +111,10 @@ inline void dot_tile(const XE* const* x, const WeightRow<typename R::E>* w, int6
     }
     int64_t k = k0;
     for (; k + V::kW <= k1; k += V::kW) {
+      if constexpr (R::kScaled)
+        if (k % 64 == 0)
+#pragma GCC unroll 4
+          for (int j = 0; j < NR; ++j) __builtin_prefetch(w[j].data + k + kFp8PrefetchBytes);
       F wv[NR];
 #pragma GCC unroll 4
       for (int j = 0; j < NR; ++j) {

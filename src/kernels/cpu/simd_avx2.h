@@ -69,9 +69,9 @@ struct Avx2 {
     return _mm_load_si128(reinterpret_cast<const __m128i*>(tmp));
   }
   static F widen_bf16(__m128i h) { return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16)); }
-  static F widen_fp8(__m128i b) {
-    const __m128i w = _mm_slli_epi16(_mm_cvtepu8_epi16(b), 8);
-    return _mm256_cvtph_ps(_mm_and_si128(_mm_srai_epi16(w, 1), _mm_set1_epi16(int16_t(0xbfff))));
+  static F widen_fp8(__m128i b) {  // as Avx512::widen_fp8
+    const __m128i w = _mm_slli_epi16(_mm_cvtepi8_epi16(b), 7);
+    return _mm256_cvtph_ps(_mm_and_si128(w, _mm_set1_epi16(int16_t(0xbfff))));
   }
 };
 

@@ -54,10 +54,11 @@ struct Avx512 {
  private:
   static __mmask16 mask(int n) { return __mmask16((1u << n) - 1u); }
   static F widen_bf16(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+  // Sign-extended to 16 bits and shifted left by 7, the sign lands in bits 15 and 14 and the
+  // exponent and mantissa in 13..7; clearing bit 14 leaves the f16.
   static F widen_fp8(__m128i b) {
-    const __m256i w = _mm256_slli_epi16(_mm256_cvtepu8_epi16(b), 8);
-    const __m256i h = _mm256_and_si256(_mm256_srai_epi16(w, 1), _mm256_set1_epi16(int16_t(0xbfff)));
-    return _mm512_cvtph_ps(h);
+    const __m256i w = _mm256_slli_epi16(_mm256_cvtepi8_epi16(b), 7);
+    return _mm512_cvtph_ps(_mm256_and_si256(w, _mm256_set1_epi16(int16_t(0xbfff))));
   }
 };
 
