@@ -2,8 +2,9 @@
 JSON of plain decoding (ids and every logprob bitwise) on every golden fixture (DeepSeek-V2, V3,
 V3-FP8, V4, V4-FP8), for k = 1..4 drafts, every case batched in one run; and on a repeating
 prompt, where n-gram drafts are right, greedy and seeded sampling alike. `--speculative mtp` (the
-MTP block's drafts, DeepSeek-V4) prints the same JSON on V4 and V4-FP8 for k = 1..4, greedy and
-seeded, and reports its cache kinds at load; models without an MTP drafter (V3, V4.1) refuse it.
+MTP block's drafts, DeepSeek-V4, and DeepSeek-V3's MTP layer on tiny-v3-mtp) prints the same JSON
+on V4, V4-FP8 and tiny-v3-mtp for k = 1..4, greedy and seeded, and reports its cache kinds at load;
+models without an MTP drafter (V3 without an MTP layer, V4.1) refuse it.
 The reference is the plain path, itself checked against DeepSeek's reference implementation by
 test_golden.py."""
 import json
@@ -60,6 +61,26 @@ def test_mtp_speculation_gives_the_plain_output_on_the_v4_fixtures(deepinfer_bin
     assert "mtp window 16" in stderr and "mtp streams" in stderr, stderr
     _, stderr = generate(deepinfer_bin, MODELS / model, prompts, log=True)
     assert "mtp" not in stderr, stderr
+
+
+def test_mtp_speculation_gives_the_plain_output_with_the_v3_mtp_layer(deepinfer_bin, tmp_path):
+    # DeepSeek-V3's MTP layer (tiny-v3-mtp; the layer against its reference in
+    # tests/model/deepseek_mtp_test.cpp): random weights, so drafts are rarely right.
+    model = MODELS / "tiny-v3-mtp"
+    cases = json.loads((model / "golden_mtp.json").read_text())["cases"]
+    prompts = tmp_path / "prompts.jsonl"
+    prompts.write_text("".join(json.dumps({"prompt_ids": c["ids"]}) + "\n" for c in cases))
+    for sampling in (["--temperature", "0"], ["--temperature", "0.8", "--seed", "5"]):
+        plain = generate(deepinfer_bin, model, prompts, *sampling)
+        for k in (1, 2, 3, 4):
+            spec, drafted, accepted = generate(deepinfer_bin, model, prompts, *sampling, "--speculative", "mtp",
+                                               "--num-speculative-tokens", str(k), stats=True)
+            assert spec == plain, (sampling, k)
+            assert drafted > 0 and 0 <= accepted <= drafted, (sampling, k, drafted, accepted)
+    _, stderr = generate(deepinfer_bin, model, prompts, "--speculative", "mtp", log=True)
+    assert "mtp_latent" in stderr and "mtp_hidden" in stderr, stderr
+    _, stderr = generate(deepinfer_bin, model, prompts, log=True)
+    assert "mtp_latent" not in stderr and "mtp_hidden" not in stderr, stderr
 
 
 def test_ngram_drafts_are_accepted_and_stay_exact(deepinfer_bin, tmp_path):
