@@ -25,9 +25,13 @@ All in float64 numpy on the stored bf16 weights, written from the published desc
   shared_head.norm(.)), predicting t_{i+2}. The embedding at position 0 is not zeroed (vLLM does,
   SGLang and the report do not).
 
+Chained drafts (k > 1) follow vLLM's proposer: the next pair's h is the layer's own output before
+shared_head.norm, its token the draft.
+
 golden_mtp.json: {"reference", "checkpoint", "cases": [{"ids", "positions": [{"t", "top5":
 [[id, logprob] x 5], "target_logprob" (of ids[t+2], null past the end), "margin" (top-1 minus
-top-2 logit)}]}]}, t = 0 .. len(ids) - 2.
+top-2 logit), "chain" (3 chained greedy drafts from pair t), "chain_margins"}]}]},
+t = 0 .. len(ids) - 2.
 """
 import json
 import math
@@ -158,15 +162,35 @@ class Model:
     def logits(self, ids):
         return self.hidden(ids) @ self.w("lm_head.weight").T
 
+    def mtp_layer(self, h, tokens):
+        """The MTP layer over pairs (h[i], tokens[i]), i = 0 .. n-1, causal: (its output before
+        shared_head.norm, logits)."""
+        L = self.cfg["num_hidden_layers"]
+        p = f"model.layers.{L}."
+        e = self.w("model.embed_tokens.weight")[np.asarray(tokens)]
+        x = np.concatenate([self.norm(e, p + "enorm.weight"), self.norm(h, p + "hnorm.weight")], axis=-1)
+        x = self.layer(L, x @ self.w(p + "eh_proj.weight").T, np.arange(len(tokens)))
+        return x, self.norm(x, p + "shared_head.norm.weight") @ self.w(p + "shared_head.head.weight").T
+
     def mtp_logits(self, ids):
         """Row t: the MTP layer's logits for the pair (h_t, ids[t+1]), t = 0 .. len(ids) - 2."""
-        L, n = self.cfg["num_hidden_layers"], len(ids) - 1
-        p = f"model.layers.{L}."
-        h = self.hidden(ids[:-1])
-        e = self.w("model.embed_tokens.weight")[np.asarray(ids[1:])]
-        x = np.concatenate([self.norm(e, p + "enorm.weight"), self.norm(h, p + "hnorm.weight")], axis=-1)
-        x = self.layer(L, x @ self.w(p + "eh_proj.weight").T, np.arange(n))
-        return self.norm(x, p + "shared_head.norm.weight") @ self.w(p + "shared_head.head.weight").T
+        return self.mtp_layer(self.hidden(ids[:-1]), ids[1:])[1]
+
+    def mtp_chain(self, ids, t, k):
+        """k greedy drafts after ids[0 .. t+1], chained as vLLM chains the layer: pair t is
+        (h_t, ids[t+1]); pair t + j + 1 is (the layer's output at pair t + j before
+        shared_head.norm, draft j). Returns the drafts and each step's top-1 minus top-2 margin."""
+        h = self.hidden(ids[:t + 1])
+        tokens = list(ids[1:t + 2])
+        drafts, margins = [], []
+        for _ in range(k):
+            x, logits = self.mtp_layer(h, tokens)
+            order = np.argsort(-logits[-1], kind="stable")
+            drafts.append(int(order[0]))
+            margins.append(float(logits[-1, order[0]] - logits[-1, order[1]]))
+            h = np.concatenate([h, x[-1:]], axis=0)
+            tokens.append(drafts[-1])
+        return drafts, margins
 
 
 def log_softmax(x):
@@ -208,12 +232,15 @@ def main():
         lp = log_softmax(logits)
         positions = []
         for t in range(len(ids) - 1):
+            chain, chain_margins = model.mtp_chain(ids, t, 3)
             order = np.argsort(-logits[t], kind="stable")
             positions.append({
                 "t": t,
                 "top5": [[int(i), float(lp[t, i])] for i in order[:5]],
                 "target_logprob": float(lp[t, ids[t + 2]]) if t + 2 < len(ids) else None,
                 "margin": float(logits[t, order[0]] - logits[t, order[1]]),
+                "chain": chain,
+                "chain_margins": chain_margins,
             })
         out.append({"ids": ids, "positions": positions})
     golden = {

@@ -6,7 +6,9 @@
 // drafting path (deepseek_mtp_probe_logits: forward keeps the MTP kinds, draft_logits reads them):
 // the top-1 id equal (near ties, margin < 1e-3: either of the two best), the top 5 and the
 // target's logprob within 1e-3. Drafts read from a cache filled step by step, in chunks, equal the
-// probe's argmax at every position; a checkpoint without an MTP layer refuses drafting.
+// probe's argmax at every position; 3 chained drafts from every position equal the reference's
+// chain (vLLM's: the layer's own output before shared_head.norm and the draft make the next pair),
+// up to the first near tie; a checkpoint without an MTP layer refuses drafting.
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -84,8 +86,10 @@ TEST(DeepseekMtp, LayerMatchesTheReferenceAtEveryPosition) {
 
 // One sequence run step by step in chunks of `chunk` rows through a private cache (block size
 // 8, so chunks and blocks cut each other anywhere); after each step, draft() from the cache for
-// the next position. Returns drafts[t]: the draft after computing positions [0, t], token ids[t+1].
-std::vector<int32_t> drafts_through_the_cache(DeepseekModel& m, const std::vector<int32_t>& ids, int chunk, DType dtype) {
+// the next positions. Returns drafts[t * n_drafts + j]: draft j after computing positions [0, t],
+// token ids[t+1].
+std::vector<int32_t> drafts_through_the_cache(DeepseekModel& m, const std::vector<int32_t>& ids, int chunk, DType dtype,
+                                              int n_drafts = 1) {
   const int block_size = 8, n = int(ids.size()) - 1;
   auto kinds = m.kv_kinds(dtype, block_size);
   EXPECT_TRUE(kinds.ok());
@@ -114,8 +118,8 @@ std::vector<int32_t> drafts_through_the_cache(DeepseekModel& m, const std::vecto
     b.logit_rows = {end - begin - 1};
     m.forward(b, view, logits.data());
     std::vector<DraftQuery> queries;
-    for (int t = begin; t < end; ++t) queries.push_back({t + 1, ids[size_t(t) + 1], 1, tables});
-    std::vector<int32_t> out(queries.size());
+    for (int t = begin; t < end; ++t) queries.push_back({t + 1, ids[size_t(t) + 1], n_drafts, tables});
+    std::vector<int32_t> out(queries.size() * size_t(n_drafts));
     m.draft(queries, view, out.data());
     drafts.insert(drafts.end(), out.begin(), out.end());
     begin = end;
@@ -143,6 +147,24 @@ TEST(DeepseekMtp, DraftsFromACacheFilledStepByStepAreTheProbesArgmax) {
   int n_same = 0;
   for (size_t t = 0; t < argmax.size(); ++t) n_same += bf16[t] == argmax[t];
   EXPECT_GE(n_same, int(argmax.size()) - 2);
+}
+
+TEST(DeepseekMtp, ChainedDraftsMatchTheReference) {
+  omp_set_num_threads(1);
+  const auto m = load_v3(kModel, true);
+  ASSERT_TRUE(m);
+  const nlohmann::json g = read_json(std::string(kModel) + "/golden_mtp.json");
+  int n_compared = 0;
+  for (const auto& c : g["cases"]) {
+    const auto ids = c["ids"].get<std::vector<int32_t>>();
+    const auto drafts = drafts_through_the_cache(*m, ids, 16, DType::F32, 3);
+    for (const auto& p : c["positions"]) {
+      const size_t t = p["t"].get<size_t>();
+      for (size_t j = 0; j < 3 && p["chain_margins"][j].get<double>() >= 1e-3; ++j, ++n_compared)
+        EXPECT_EQ(drafts[t * 3 + j], p["chain"][j].get<int32_t>()) << "t " << t << " draft " << j;
+    }
+  }
+  EXPECT_GT(n_compared, 3 * 122 - 6);  // all but the few draft steps after a near tie
 }
 
 TEST(DeepseekMtp, KindsExistOnlyWhenDraftingAndACheckpointWithoutTheLayerRefuses) {
