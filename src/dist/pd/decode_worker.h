@@ -15,6 +15,9 @@
 // the error reaches the client as 503 with X-DeepInfer-Retry: prefill. Prompts shorter than
 // min_prefill_tokens, and moments when the pools lack free blocks, are computed here (no pins).
 //
+// Trust: every message from the prefill worker is validated (pd_messages.h), but its UCX worker
+// address is handed to UCX, which parses it: prefill workers are the ones the router names.
+//
 // Threads: fetch_prefix runs on a request worker, blocking it until the deadline at most.
 #pragma once
 

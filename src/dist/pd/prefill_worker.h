@@ -16,6 +16,9 @@
 // stays pinned for longer than the lease. A decode worker uses the bytes only when the ack says
 // the lease held (kv_transfer_agent.h has the whole argument).
 //
+// The control routes need no API key (decode workers call them); like every route they listen
+// where --host says (loopback by default), and what a caller can pin is bounded by the lease.
+//
 // Threads: handle() runs on the server's request workers and blocks one for at most the timeout;
 // engine state is touched only on the engine thread (Engine::post).
 #pragma once
