@@ -78,16 +78,19 @@ Result<std::string> tool_call_constraint_text(ToolCallFormat format, const std::
   out["tool_choice"] = tool_choice;
   out["function"] = function;
   out["tools"] = json::array();
+  if (!tools.is_array()) return Status::Error("'tools' must be a list").with_field("tools");
   for (size_t i = 0; i < tools.size(); ++i) {
     const std::string at = "tools[" + std::to_string(i) + "].function";
-    const json& f = tools[i]["function"];
-    const std::string name = f["name"].get<std::string>();
+    const json* f = find(tools[i], "function");
+    const json* name_field = f ? find(*f, "name") : nullptr;
+    if (!name_field || !name_field->is_string()) return field_error(at + ".name", "must be a string");
+    const std::string name = name_field->get<std::string>();
     if (!parsable_name(name)) return field_error(at + ".name", "a tool name may not be empty or hold whitespace, '<' or '>'");
     for (const json& earlier : out["tools"])
       if (earlier["name"] == name) return field_error(at + ".name", "'" + name + "' names two tools");
     json tool = {{"index", i}, {"name", name}, {"strict", strict_of(tools[i])}};
     if (strict_of(tools[i])) {
-      DI_ASSIGN_OR_RETURN(json schema, object_schema(find(f, "parameters"), at + ".parameters"));
+      DI_ASSIGN_OR_RETURN(json schema, object_schema(find(*f, "parameters"), at + ".parameters"));
       tool["parameters"] = std::move(schema);
     }
     out["tools"].push_back(std::move(tool));
@@ -99,11 +102,18 @@ Result<grammar::CompiledGrammar> compile_tool_call_grammar(std::string_view text
   const json spec = json::parse(text, nullptr, false);
   if (spec.is_discarded() || !find(spec, "tools") || !spec["tools"].is_array())
     return Status::Error("tool-call constraint: not a tool list");
+  for (const char* key : {"format", "tool_choice", "function"})
+    if (!find(spec, key) || !spec[key].is_string()) return Status::Error(std::string("tool-call constraint: no ") + key);
+  for (const json& tool : spec["tools"]) {
+    if (!find(tool, "name") || !tool["name"].is_string() || !find(tool, "index") || !tool["index"].is_number_unsigned() ||
+        !find(tool, "strict") || !tool["strict"].is_boolean() || (tool["strict"].get<bool>() && !find(tool, "parameters")))
+      return Status::Error("tool-call constraint: a tool needs name, index, strict and, when strict, parameters");
+  }
   options.escape_less_than = true;
   // The server's parser reads numbers as doubles: exponents of two digits keep every number finite.
   options.max_exponent_digits = std::min<uint32_t>(options.max_exponent_digits, 2);
-  const bool v3 = spec.value("format", "") == "deepseek-v3";
-  const std::string choice = spec.value("tool_choice", "auto"), function = spec.value("function", "");
+  const bool v3 = spec["format"] == "deepseek-v3";
+  const std::string choice = spec["tool_choice"].get<std::string>(), function = spec["function"].get<std::string>();
   const std::string calls_begin(chat::dsv3::kCallsBegin), calls_end(chat::dsv3::kCallsEnd);
   const std::string call_begin(chat::dsv3::kCallBegin), call_end(chat::dsv3::kCallEnd), sep(chat::dsv3::kSep);
 
@@ -112,11 +122,11 @@ Result<grammar::CompiledGrammar> compile_tool_call_grammar(std::string_view text
   std::vector<Expr> calls, after_names;  // per tool: the whole call, and the call from after its name
   uint32_t function_args = 0;
   for (const json& tool : spec["tools"]) {
-    const std::string name = tool.value("name", "");
+    const std::string name = tool["name"].get<std::string>();
     if (choice == "function" && name != function) continue;
-    const std::string prefix = "tools[" + std::to_string(tool.value("index", 0)) + "]";
+    const std::string prefix = "tools[" + std::to_string(tool["index"].get<uint64_t>()) + "]";
     grammar::Grammar args;
-    if (tool.value("strict", false)) {
+    if (tool["strict"].get<bool>()) {
       auto compiled = grammar::compile_json_schema(tool["parameters"], options);
       if (!compiled.ok())
         return field_error(prefix + ".function.parameters", compiled.status().message());
