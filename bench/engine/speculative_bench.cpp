@@ -10,6 +10,8 @@
 //   wrong-nogate    the same with the gate off: every decode step verifies k useless drafts
 //   wrong-warm      never right, gated, on an engine that ran the same requests once before
 //                   (untimed): new sequences start from the server's recent (rejected) outcomes
+//   mtp, mtp-nogate the checkpoint's own MTP predictor (the model loaded a second time for
+//                   drafting), with and without the gate
 // Decode is timed from the step after every request has its first token to the end: wall time,
 // process CPU time (all threads; the fair measure on a shared machine), output tokens, steps,
 // drafts, accepted drafts, accept length (1 + accepted / drafting steps), steps the gate held
@@ -66,6 +68,7 @@ std::vector<std::string> split(const std::string& s) {
 
 Result<Run> run_mode(CausalLM& model, const BenchOptions& o, int n, const std::string& mode,
                      const std::map<uint64_t, std::vector<int32_t>>& plain_tokens) {
+  const bool mtp = mode.rfind("mtp", 0) == 0;
   EngineOptions eo;
   eo.kv_cache_memory_bytes = o.kv_cache_memory;
   eo.max_num_seqs = std::max(256, n);
@@ -74,11 +77,12 @@ Result<Run> run_mode(CausalLM& model, const BenchOptions& o, int n, const std::s
     eo.num_speculative_tokens = o.k;
   }
   if (mode == "ceiling-nocap") eo.speculative_max_batch = 1 << 20;
-  if (mode == "wrong-nogate") eo.speculative_gate.min_acceptance = 0;
+  if (mode == "wrong-nogate" || mode == "mtp-nogate") eo.speculative_gate.min_acceptance = 0;
+  if (mtp) eo.speculative = SpeculativeMethod::kMtp;
   DI_ASSIGN_OR_RETURN(auto core, EngineCore::create(model, eo));
   // Request i has id i, and id n + i in the untimed first wave of wrong-warm.
   const bool warm = mode == "wrong-warm";
-  if (mode != "plain") {
+  if (mode != "plain" && !mtp) {
     if (plain_tokens.empty()) return Status::Error("mode " + mode + " needs the plain mode first");
     std::map<uint64_t, std::vector<int32_t>> known = plain_tokens;
     for (const auto& [id, tokens] : plain_tokens) known[id + uint64_t(n)] = tokens;
@@ -140,12 +144,23 @@ int run(const BenchOptions& o) {
     return 1;
   }
   std::fprintf(stderr, "%s\n", describe_causal_lm(**model, EngineOptions{}.block_size).c_str());
+  std::unique_ptr<CausalLM> drafting;  // the same checkpoint loaded with its MTP predictor
+  if (o.modes.find("mtp") != std::string::npos) {
+    ModelOptions mo;
+    mo.mtp_drafting = true;
+    auto m = load_causal_lm(o.model_dir, mo);
+    if (!m.ok()) {
+      std::fprintf(stderr, "error: %s\n", m.status().message().c_str());
+      return 1;
+    }
+    drafting = std::move(m).value();
+  }
   for (const std::string& batch : split(o.batches)) {
     const int n = std::stoi(batch);
     std::map<uint64_t, std::vector<int32_t>> plain_tokens;
     double plain_cpu_per_token = 0;
     for (const std::string& mode : split(o.modes)) {
-      auto r = run_mode(**model, o, n, mode, plain_tokens);
+      auto r = run_mode(mode.rfind("mtp", 0) == 0 ? *drafting : **model, o, n, mode, plain_tokens);
       if (!r.ok()) {
         std::fprintf(stderr, "error: %s\n", r.status().message().c_str());
         return 1;
