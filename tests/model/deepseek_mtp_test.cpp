@@ -5,8 +5,9 @@
 // DeepSeek's own outputs on the tiny-v3 fixture). Every position of every case through the
 // drafting path (deepseek_mtp_probe_logits: forward keeps the MTP kinds, draft_logits reads them):
 // the top-1 id equal (near ties, margin < 1e-3: either of the two best), the top 5 and the
-// target's logprob within 1e-3. Drafts read from a cache filled step by step, in chunks, equal the
-// probe's argmax at every position; 3 chained drafts from every position equal the reference's
+// target's logprob within 1e-3. Drafts read from a cache filled step by step, in chunks, or
+// started from another sequence's blocks (a prefix-cache hit), equal the probe's argmax at every
+// position; 3 chained drafts from every position equal the reference's
 // chain (vLLM's: the layer's own output before shared_head.norm and the draft make the next pair),
 // up to the first near tie; a checkpoint without an MTP layer refuses drafting.
 #include <algorithm>
@@ -86,37 +87,48 @@ TEST(DeepseekMtp, LayerMatchesTheReferenceAtEveryPosition) {
 
 // One sequence run step by step in chunks of `chunk` rows through a private cache (block size
 // 8, so chunks and blocks cut each other anywhere); after each step, draft() from the cache for
-// the next positions. Returns drafts[t * n_drafts + j]: draft j after computing positions [0, t],
-// token ids[t+1].
+// the next positions. With shared_blocks > 0, another sequence computes the first shared_blocks
+// blocks of the same ids first, and this one starts from them (its block tables point at that
+// sequence's blocks, in every kind, as a prefix-cache hit gives) at position shared_blocks * 8.
+// Returns drafts[(t - first) * n_drafts + j]: draft j after computing positions [0, t], token
+// ids[t+1], for t from the first position computed.
 std::vector<int32_t> drafts_through_the_cache(DeepseekModel& m, const std::vector<int32_t>& ids, int chunk, DType dtype,
-                                              int n_drafts = 1) {
-  const int block_size = 8, n = int(ids.size()) - 1;
+                                              int n_drafts = 1, int shared_blocks = 0) {
+  const int block_size = 8, n = int(ids.size()) - 1, first = shared_blocks * block_size;
   auto kinds = m.kv_kinds(dtype, block_size);
   EXPECT_TRUE(kinds.ok());
   const int n_blocks = (n + block_size) / block_size;
   std::vector<std::vector<uint8_t>> memory;
-  std::vector<int32_t> table(static_cast<size_t>(n_blocks));
-  for (int i = 0; i < n_blocks; ++i) table[size_t(i)] = i;
+  std::vector<int32_t> other(static_cast<size_t>(n_blocks)), table(static_cast<size_t>(n_blocks));
+  for (int i = 0; i < n_blocks; ++i) {
+    other[size_t(i)] = i;
+    table[size_t(i)] = i < shared_blocks ? i : n_blocks + i;
+  }
   KvCacheView view{dtype, block_size, {}};
-  std::array<const int32_t*, kMaxKvKinds> tables{};
+  std::array<const int32_t*, kMaxKvKinds> tables{}, other_tables{};
   for (size_t k = 0; k < kinds->size(); ++k) {
     KvKindView& v = view.kinds.emplace_back();
-    v.n_blocks = n_blocks;
+    v.n_blocks = 2 * n_blocks;
     v.bytes_per_block = (*kinds)[k].bytes_per_block;
     for (int s = 0; s < (*kinds)[k].n_slabs; ++s)
-      v.slab_base.push_back(memory.emplace_back((*kinds)[k].bytes_per_block * size_t(n_blocks)).data());
+      v.slab_base.push_back(memory.emplace_back((*kinds)[k].bytes_per_block * size_t(2 * n_blocks)).data());
     tables[k] = table.data();
+    other_tables[k] = other.data();
   }
-  std::vector<int32_t> drafts;
   std::vector<float> logits(size_t(m.info().vocab_size));
-  for (int begin = 0; begin < n;) {
-    const int end = std::min(n, begin + chunk);
+  auto forward = [&](const std::array<const int32_t*, kMaxKvKinds>& t, int begin, int end) {
     ForwardBatch b;
-    b.seqs = {BatchSequence{0, end - begin, end, tables}};
+    b.seqs = {BatchSequence{0, end - begin, end, t}};
     b.token_ids.assign(ids.begin() + begin, ids.begin() + end);
     for (int p = begin; p < end; ++p) b.positions.push_back(p);
     b.logit_rows = {end - begin - 1};
     m.forward(b, view, logits.data());
+  };
+  if (first > 0) forward(other_tables, 0, first);
+  std::vector<int32_t> drafts;
+  for (int begin = first; begin < n;) {
+    const int end = std::min(n, begin + chunk);
+    forward(tables, begin, end);
     std::vector<DraftQuery> queries;
     for (int t = begin; t < end; ++t) queries.push_back({t + 1, ids[size_t(t) + 1], n_drafts, tables});
     std::vector<int32_t> out(queries.size() * size_t(n_drafts));
@@ -142,6 +154,8 @@ TEST(DeepseekMtp, DraftsFromACacheFilledStepByStepAreTheProbesArgmax) {
     argmax.push_back(int32_t(std::max_element(row, row + vocab) - row));
   }
   for (int chunk : {1, 5, 64}) EXPECT_EQ(drafts_through_the_cache(*m, ids, chunk, DType::F32), argmax) << chunk;
+  // From another sequence's first 4 blocks (positions 0 .. 31), as after a prefix-cache hit.
+  EXPECT_EQ(drafts_through_the_cache(*m, ids, 5, DType::F32, 1, 4), std::vector<int32_t>(argmax.begin() + 32, argmax.end()));
   // A bf16 cache rounds the entries: the drafts may differ only where the reference is near a tie.
   const auto bf16 = drafts_through_the_cache(*m, ids, 7, DType::BF16);
   int n_same = 0;
