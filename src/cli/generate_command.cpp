@@ -162,6 +162,7 @@ int run_generate(GenerateFlags& f) {
   if (n_later_tokens > 0 && last_finished > last_first_token)
     std::fprintf(stderr, "deepinfer: decode: %zu tokens after each prompt's first, %.4f s from the last first token to the end\n", n_later_tokens,
                  std::chrono::duration<double>(last_finished - last_first_token).count());
+  const EngineStats stats = (*engine)->stats();
   engine->reset();  // an expert-parallel engine returns once every rank's has finished
   if (*ep) {
     std::fprintf(stderr, "deepinfer: %s\n", (*ep)->summary().c_str());
@@ -175,11 +176,10 @@ int run_generate(GenerateFlags& f) {
   for (const auto& entry : printed) std::cout << entry[1].get<std::string>();
   if (failed) return fail("the engine stopped before every prompt finished");
   if (f.engine.options.speculative != SpeculativeMethod::kNone) {
-    const EngineStats s = (*engine)->stats();
     std::fprintf(stderr, "speculative: %llu draft tokens, %llu accepted, %llu steps for %llu tokens\n",
-                 static_cast<unsigned long long>(s.n_draft_tokens),
-                 static_cast<unsigned long long>(s.n_accepted_draft_tokens), static_cast<unsigned long long>(s.n_steps),
-                 static_cast<unsigned long long>(s.n_generated_tokens));
+                 static_cast<unsigned long long>(stats.n_draft_tokens),
+                 static_cast<unsigned long long>(stats.n_accepted_draft_tokens), static_cast<unsigned long long>(stats.n_steps),
+                 static_cast<unsigned long long>(stats.n_generated_tokens));
   }
   return 0;
 }
