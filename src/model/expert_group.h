@@ -64,8 +64,17 @@ class ExpertGroup {
   // Block r of `send` (send_bytes[r] bytes; the blocks back to back in rank order) goes to rank
   // r; block r of `recv` (recv_bytes[r] bytes, likewise) comes from rank r. recv_bytes[r] must
   // equal what rank r sends here (agreed by exchange_counts first). Both byte lists [size()].
-  virtual Status exchange(std::span<const uint8_t> send, std::span<const int64_t> send_bytes, std::span<uint8_t> recv,
-                          std::span<const int64_t> recv_bytes) = 0;
+  Status exchange(std::span<const uint8_t> send, std::span<const int64_t> send_bytes, std::span<uint8_t> recv,
+                  std::span<const int64_t> recv_bytes) {
+    DI_RETURN_IF_ERROR(exchange_start(send, send_bytes, recv, recv_bytes));
+    return exchange_finish();
+  }
+  // exchange() in two halves, so that other work runs while the bytes travel: start returns at
+  // once (send, recv and both byte lists must stay untouched until finish), finish waits for it.
+  // One exchange at a time.
+  virtual Status exchange_start(std::span<const uint8_t> send, std::span<const int64_t> send_bytes,
+                                std::span<uint8_t> recv, std::span<const int64_t> recv_bytes) = 0;
+  virtual Status exchange_finish() = 0;
 
   // Ok while every call so far succeeded; else why the group failed (for good).
   virtual Status health() const = 0;

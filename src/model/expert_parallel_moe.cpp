@@ -92,6 +92,8 @@ void ExpertParallelMoe::run(int layer, const float* x, int64_t ldx, int64_t m, i
   const size_t n_assign = size_t(m * top_k);
   for (size_t a = 0; a < n_assign; ++a) ++counts_[size_t(i)][size_t(ids[a])];
   if (load_) load_->add_routed(i, {ids, n_assign});
+  // The shared experts run while the dispatched rows travel.
+  Status s = start_dispatch(placement, x, ldx, m, hidden, top_k, ids);
   const float* shared_out = nullptr;
   if (shared && m > 0) {  // as the kernel's shared group computes it: gate/up + SiLU, then down
     const int64_t inter = shared->gate->n_out;
@@ -101,7 +103,8 @@ void ExpertParallelMoe::run(int layer, const float* x, int64_t ldx, int64_t m, i
     backend_.linear({act, inter, m, shared->down, out, hidden});
     shared_out = out;
   }
-  if (Status s = exchange_and_compute(placement, x, ldx, m, hidden, top_k, ids, experts); !s.ok()) {
+  if (s.ok()) s = finish_dispatch_and_compute(placement, hidden, experts, int64_t(n_assign));
+  if (!s.ok()) {
     group_.fail(s);
     for (int64_t r = 0; r < m; ++r) std::fill_n(y + r * ldy, hidden, 0.0f);
     return;
@@ -114,13 +117,12 @@ void ExpertParallelMoe::run(int layer, const float* x, int64_t ldx, int64_t m, i
   combine_expert_outputs(plan_, {ids, n_assign}, {weights, n_assign}, top_k, outputs, shared_out, hidden, y, ldy);
 }
 
-Status ExpertParallelMoe::exchange_and_compute(const ExpertPlacement& placement, const float* x, int64_t ldx,
-                                               int64_t m, int64_t hidden, int top_k, const int32_t* ids,
-                                               std::span<const MlpWeightRefs> experts) {
+Status ExpertParallelMoe::start_dispatch(const ExpertPlacement& placement, const float* x, int64_t ldx, int64_t m,
+                                         int64_t hidden, int top_k, const int32_t* ids) {
   DI_RETURN_IF_ERROR(group_.health());
   const int n_ranks = placement.n_ranks;
   const size_t n_assign = size_t(m * top_k);
-  const int64_t rec = dispatch_record_bytes(hidden, wire_), back = return_record_bytes(hidden, wire_);
+  const int64_t rec = dispatch_record_bytes(hidden, wire_);
 
   // Dispatch: counts, then the records.
   plan_ = DispatchPlan::make({ids, n_assign}, placement);
@@ -138,7 +140,15 @@ Status ExpertParallelMoe::exchange_and_compute(const ExpertPlacement& placement,
     n_received += n_recv_[size_t(r)];
   }
   recv_.resize(size_t(n_received * rec));
-  DI_RETURN_IF_ERROR(group_.exchange(send_, send_bytes_, recv_, recv_bytes_));
+  return group_.exchange_start(send_, send_bytes_, recv_, recv_bytes_);
+}
+
+Status ExpertParallelMoe::finish_dispatch_and_compute(const ExpertPlacement& placement, int64_t hidden,
+                                                      std::span<const MlpWeightRefs> experts, int64_t n_assign) {
+  DI_RETURN_IF_ERROR(group_.exchange_finish());
+  const int n_ranks = placement.n_ranks;
+  const int64_t rec = dispatch_record_bytes(hidden, wire_), back = return_record_bytes(hidden, wire_);
+  const int64_t n_received = int64_t(recv_.size()) / rec;
 
   // This rank's slots on every received row (top_k 1, weight 1: the kernel's 0 + out * 1 is out).
   const std::vector<int32_t> local_slots = placement.local_slots();
@@ -164,7 +174,7 @@ Status ExpertParallelMoe::exchange_and_compute(const ExpertPlacement& placement,
     send_bytes_[size_t(r)] = send_bytes_[size_t(r)] / rec * back;
     recv_bytes_[size_t(r)] = recv_bytes_[size_t(r)] / rec * back;
   }
-  back_recv_.resize(n_assign * size_t(back));
+  back_recv_.resize(size_t(n_assign * back));
   return group_.exchange(back_send_, send_bytes_, back_recv_, recv_bytes_);
 }
 

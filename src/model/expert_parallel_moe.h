@@ -4,7 +4,8 @@
 // (expert_dispatch.h). With f32 on the wire the result is bitwise the single-process kernel's: its rows are computed
 // independently with a fixed reduction order (kernels/ops.h), an expert's output for a row does
 // not depend on which rows share its group or which copy computes it, and the sum runs in the
-// kernel's order. The shared experts run here, on the home rank.
+// kernel's order. The shared experts run here, on the home rank, while the dispatched rows travel
+// (ExpertGroup::exchange_start / exchange_finish).
 //
 // EPLB (EplbOptions): every `interval` forwards (the same forward on every rank: all ranks run
 // the same number), the ranks add up the tokens each expert got over the last `window`
@@ -57,8 +58,12 @@ class ExpertParallelMoe {
 
  private:
   int index_of(int layer) const;
-  Status exchange_and_compute(const ExpertPlacement& placement, const float* x, int64_t ldx, int64_t m,
-                              int64_t hidden, int top_k, const int32_t* ids, std::span<const MlpWeightRefs> experts);
+  // Plans and packs the dispatch, exchanges the counts and starts the records' exchange.
+  Status start_dispatch(const ExpertPlacement& placement, const float* x, int64_t ldx, int64_t m, int64_t hidden,
+                        int top_k, const int32_t* ids);
+  // Waits for the records, runs this rank's slots on them and exchanges the outputs back.
+  Status finish_dispatch_and_compute(const ExpertPlacement& placement, int64_t hidden,
+                                     std::span<const MlpWeightRefs> experts, int64_t n_assign);
   Status rebalance(const Rebind& rebind);
 
   ExpertGroup& group_;

@@ -99,9 +99,10 @@ Status MpiGroup::exchange_counts(std::span<const int64_t> send, std::span<int64_
   return s;
 }
 
-Status MpiGroup::exchange(std::span<const uint8_t> send, std::span<const int64_t> send_bytes, std::span<uint8_t> recv,
-                          std::span<const int64_t> recv_bytes) {
+Status MpiGroup::exchange_start(std::span<const uint8_t> send, std::span<const int64_t> send_bytes,
+                                std::span<uint8_t> recv, std::span<const int64_t> recv_bytes) {
   DI_RETURN_IF_ERROR(health());
+  DI_CHECK(pending_ == MPI_REQUEST_NULL);
   DI_CHECK(send_bytes.size() == size_t(size_) && recv_bytes.size() == size_t(size_));
   if (!to_int_layout(send_bytes, send_counts_, send_displs_) || !to_int_layout(recv_bytes, recv_counts_, recv_displs_)) {
     Status s = Status::Error("rank " + std::to_string(rank_) + ": an expert exchange of 2 GiB or more per step");
@@ -111,15 +112,23 @@ Status MpiGroup::exchange(std::span<const uint8_t> send, std::span<const int64_t
   DI_CHECK(int64_t(send.size()) >= int64_t(send_displs_.back()) + send_counts_.back());
   DI_CHECK(int64_t(recv.size()) >= int64_t(recv_displs_.back()) + recv_counts_.back());
   const auto start = Clock::now();
-  MPI_Request request;
   DI_RETURN_IF_ERROR(check(MPI_Ialltoallv(send.data(), send_counts_.data(), send_displs_.data(), MPI_BYTE, recv.data(),
-                                          recv_counts_.data(), recv_displs_.data(), MPI_BYTE, comm_, &request),
+                                          recv_counts_.data(), recv_displs_.data(), MPI_BYTE, comm_, &pending_),
                            "the expert exchange"));
-  Status s = wait(request, "an expert exchange");
+  pending_seconds_ = std::chrono::duration<double>(Clock::now() - start).count();
+  return Status::Ok();
+}
+
+Status MpiGroup::exchange_finish() {
+  DI_RETURN_IF_ERROR(health());
+  DI_CHECK(pending_ != MPI_REQUEST_NULL);
+  const auto start = Clock::now();
+  Status s = wait(pending_, "an expert exchange");  // MPI_Test sets it to MPI_REQUEST_NULL once done
+  if (!s.ok()) return s;
   std::lock_guard lock(mu_);
   ++stats_.n_exchanges;
   for (int r = 0; r < size_; ++r) (r == rank_ ? stats_.bytes_to_self : stats_.bytes_sent) += uint64_t(send_counts_[size_t(r)]);
-  stats_.seconds_exchanging += std::chrono::duration<double>(Clock::now() - start).count();
+  stats_.seconds_exchanging += pending_seconds_ + std::chrono::duration<double>(Clock::now() - start).count();
   return s;
 }
 

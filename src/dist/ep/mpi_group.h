@@ -30,7 +30,7 @@ struct ExchangeStats {
   uint64_t n_agreements = 0;      // StepGroup::agree calls
   uint64_t bytes_sent = 0;        // payload sent to other ranks (not to itself)
   uint64_t bytes_to_self = 0;     // payload that stayed on this rank
-  double seconds_exchanging = 0;  // wall time inside exchange and exchange_counts (waiting included)
+  double seconds_exchanging = 0;  // wall time inside the exchange calls (waiting included, overlapped work not)
 };
 
 class MpiGroup final : public ExpertGroup, public StepGroup {
@@ -42,8 +42,9 @@ class MpiGroup final : public ExpertGroup, public StepGroup {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   Status exchange_counts(std::span<const int64_t> send, std::span<int64_t> recv) override;
-  Status exchange(std::span<const uint8_t> send, std::span<const int64_t> send_bytes, std::span<uint8_t> recv,
-                  std::span<const int64_t> recv_bytes) override;
+  Status exchange_start(std::span<const uint8_t> send, std::span<const int64_t> send_bytes, std::span<uint8_t> recv,
+                        std::span<const int64_t> recv_bytes) override;
+  Status exchange_finish() override;
   Result<Agreement> agree(bool has_work, bool stopping) override;
   Status health() const override;
   void fail(Status why) override;
@@ -66,6 +67,8 @@ class MpiGroup final : public ExpertGroup, public StepGroup {
   double timeout_seconds_;
   ExchangeStats stats_;  // guarded by mu_
   std::vector<int> send_counts_, send_displs_, recv_counts_, recv_displs_;
+  MPI_Request pending_ = MPI_REQUEST_NULL;  // the started exchange
+  double pending_seconds_ = 0;             // time spent starting it
   mutable std::mutex mu_;  // guards failure_ and stats_ (read from other threads: /health, /metrics)
   Status failure_;
 };

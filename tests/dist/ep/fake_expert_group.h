@@ -51,8 +51,9 @@ class FakeExpertGroup final : public ExpertGroup {
     ++n_counts;
     return Status::Ok();
   }
-  Status exchange(std::span<const uint8_t> send, std::span<const int64_t> send_bytes, std::span<uint8_t> recv,
-                  std::span<const int64_t> recv_bytes) override {
+  // The whole exchange happens at start (a barrier); finish only reports.
+  Status exchange_start(std::span<const uint8_t> send, std::span<const int64_t> send_bytes, std::span<uint8_t> recv,
+                        std::span<const int64_t> recv_bytes) override {
     DI_RETURN_IF_ERROR(tick());
     std::vector<std::vector<uint8_t>> blocks;
     size_t at = 0;
@@ -70,6 +71,7 @@ class FakeExpertGroup final : public ExpertGroup {
     ++n_exchanges;
     return Status::Ok();
   }
+  Status exchange_finish() override { return health(); }
   Status health() const override {
     std::lock_guard lock(mu_);
     return failure_;
