@@ -109,7 +109,7 @@ class StubWorker:
     """A worker stub on a loopback port. `healthy` sets /health's answer; `answers` is a list
     of what POSTs get, one per request, the last repeating: "ok" (a completion whose text is
     this stub's name), "retry" (503 with X-DeepInfer-Retry: prefill), "hang" (nothing for 60 s),
-    or ("stream", n_bytes, chunk_bytes) (an SSE stream of that size, written as fast as the
+    "cut" (an SSE stream that ends after one and a half events), or ("stream", n_bytes, chunk_bytes) (an SSE stream of that size, written as fast as the
     socket takes it). Every
     POST's headers are kept in `requests`."""
 
@@ -175,6 +175,16 @@ class StubWorker:
                                       [("X-DeepInfer-Retry", "prefill")])
                 if answer == "hang":
                     time.sleep(60)
+                    return
+                if answer == "cut":
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/event-stream")
+                    self.send_header("Transfer-Encoding", "chunked")
+                    self.end_headers()
+                    piece = b'data: {"n": 1}\n\ndata: {"n": 2, "cut her'
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))  # and no last chunk: a crash
+                    self.wfile.flush()
+                    self.close_connection = True
                     return
                 _, n_bytes, chunk = answer
                 self.send_response(200)

@@ -1,8 +1,8 @@
 """The router's fault handling, with stub workers where a test must control a worker's answers
 (pd_router_helpers.StubWorker) and real `deepinfer serve` workers where it kills one: the
 prefill retry rule of the P/D contract, /health following the workers (a restarted one
-rejoins), a decode worker killed mid-stream, a silent one timing out, and backpressure towards a
-decode worker when the client reads slowly."""
+rejoins), a decode worker killed mid-stream or cutting an event, a silent one timing out, and
+backpressure towards a decode worker when the client reads slowly."""
 import http.client
 import json
 import os
@@ -160,6 +160,26 @@ def test_killed_decode_worker_ends_the_stream_with_an_error_and_later_requests_g
         assert r.stop() == 0
         doomed.stop()
         assert survivor.stop() == 0
+
+
+def test_a_stream_cut_mid_event_ends_after_its_last_whole_event(deepinfer_bin, stubs):
+    p, d = stubs("p"), stubs("d")
+    d.answers = ["cut"]
+    r = Router(deepinfer_bin, [p.url], [d.url])
+    try:
+        conn = http.client.HTTPConnection("127.0.0.1", r.port, timeout=60)
+        conn.request("POST", "/v1/completions", b'{"prompt": "x", "stream": true}', {"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        assert resp.status == 200
+        body = resp.read()
+        conn.close()
+        events = body.split(b"\n\n")
+        assert events[0] == b'data: {"n": 1}'
+        assert json.loads(events[1][6:])["error"]["code"] == "decode_failed"
+        assert events[2:] == [b"data: [DONE]", b""]
+        assert b"cut her" not in body
+    finally:
+        assert r.stop() == 0
 
 
 def test_silent_decode_worker_times_out(deepinfer_bin, stubs):

@@ -2,12 +2,15 @@
 
 #include <boost/asio/post.hpp>
 
+#include <algorithm>
+
 #include "server/openai_request.h"
 
 namespace deepinfer::router {
 namespace {
 
 constexpr size_t kMaxRetryDetail = 2048;
+constexpr size_t kMaxPartialEvent = 1u << 20;  // an event longer than this is passed on in pieces
 
 std::string error_body(const std::string& message, const std::string& type, const std::string& code) {
   ApiError e;
@@ -111,12 +114,20 @@ void Relay::on_head(const bench::HttpResponseHead& head) {
 
 void Relay::on_body(std::string_view bytes, std::function<void()> resume) {
   switch (phase_) {
-    case Phase::kStream:
-      tail_ = (tail_ + std::string(bytes.substr(bytes.size() > 2 ? bytes.size() - 2 : 0)));
-      if (tail_.size() > 2) tail_.erase(0, tail_.size() - 2);
-      responder_->write(std::string(bytes));
+    case Phase::kStream: {
+      // Whole events only (they end in a blank line), so that a cut stream never shows half of one.
+      partial_event_.append(bytes);
+      size_t end = 0;
+      for (std::string_view blank : {"\n\n", "\r\n\r\n", "\r\r"})
+        if (size_t at = partial_event_.rfind(blank); at != std::string::npos) end = std::max(end, at + blank.size());
+      if (partial_event_.size() > kMaxPartialEvent) end = partial_event_.size();
+      if (end == 0) return resume();
+      std::string ready = partial_event_.substr(0, end);
+      partial_event_.erase(0, end);
+      responder_->write(std::move(ready));
       responder_->when_flushed(std::move(resume));
       return;
+    }
     case Phase::kBuffer:
       if (body_.size() + bytes.size() > ctx_.options.max_response_bytes) {
         too_large_ = true;
@@ -151,6 +162,7 @@ void Relay::on_done(const bench::HttpResult& result) {
   if (result.error.empty()) {
     switch (phase_) {
       case Phase::kStream:
+        responder_->write(std::move(partial_event_));
         responder_->end();
         return finish(Outcome::kSuccess);
       case Phase::kBuffer:
@@ -181,9 +193,7 @@ void Relay::on_done(const bench::HttpResult& result) {
   const std::string why = result.error == "timeout" ? "timed out" : "failed (" + result.detail + ")";
   const std::string message = "the decode worker " + decode_url + " " + why;
   if (phase_ == Phase::kStream) {
-    std::string bytes = tail_ == "\n\n" || tail_.empty() ? "" : "\n\n";
-    bytes += "data: " + error_body(message, "upstream_error", "decode_failed") + "\n\ndata: [DONE]\n\n";
-    responder_->write(std::move(bytes));
+    responder_->write("data: " + error_body(message, "upstream_error", "decode_failed") + "\n\ndata: [DONE]\n\n");
     responder_->end();
     return finish(Outcome::kUpstreamFailed);
   }

@@ -2,14 +2,16 @@
 // It picks a decode worker (least load) and a prefill worker (prefix affinity), sends the
 // request there unchanged (method, path, body, Content-Type) with X-DeepInfer-Prefill-Url, and
 // passes the answer back:
-//   - an SSE stream (2xx text/event-stream) chunk by chunk as it comes, each next upstream read
-//     waiting until the client's socket took the previous chunk (backpressure: the router holds
-//     about one 16 KiB piece per stream);
+//   - an SSE stream (2xx text/event-stream) event by event as it comes (bytes of an event not yet
+//     complete are held back, up to kMaxPartialEvent), each next upstream read waiting until the
+//     client's socket took the previous piece (backpressure: the router holds about one 16 KiB
+//     piece per stream);
 //   - any other answer whole, once complete (at most max_response_bytes, else 502), so that a
 //     decode worker that fails midway gives the client a clean 502 rather than half a body.
 // Faults: a 503 with X-DeepInfer-Retry: prefill is retried with another prefill worker, then a
 // 503 (retry_rule.h); a refused connection is retried on another decode worker; a decode worker
-// that fails or times out after the stream began ends it with an error event and [DONE], before
+// that fails or times out after the stream began ends it (after its last whole event) with an
+// error event and [DONE], before
 // that with a 502; either way it is marked down until a health check passes. A client that
 // goes closes the upstream connection, so the worker aborts the request.
 // Everything after start() runs on the UpstreamPool's thread.
@@ -75,7 +77,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
   bool too_large_ = false;
   bool client_gone_ = false;
   bool finished_ = false;
-  std::string tail_;                // the stream's last two bytes (to end a cut event)
+  std::string partial_event_;       // kStream: bytes after the last complete event, held back
 };
 
 }  // namespace deepinfer::router
