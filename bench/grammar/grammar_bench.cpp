@@ -1,6 +1,7 @@
 // grammar_bench: the grammar engine's costs over the schema corpus at the DeepSeek-V3 vocabulary
 // (bench/RESULTS.md, "Grammar engine").
 //   grammar_bench [--corpus FILE]... [--model DIR] [--outputs-per-schema N] [--compile-repeats N]
+//                 [--dump-outputs FILE]
 // Reports, as one JSON object on stdout:
 //   vocabulary_seconds: building the TokenVocabulary (bytes of every token and the byte trie);
 //   compile: median/p99 milliseconds of CompiledGrammar::FromJsonSchema per supported schema
@@ -12,6 +13,8 @@
 //         calls that hit the per-state mask cache and the median/p99 of the misses alone.
 // Outputs come from random walks through the matcher (as `deepinfer grammar-sample` does) and are
 // re-encoded with the tokenizer, so the measured token sequence is what a model would emit.
+// --dump-outputs writes, per schema, JSON lines {"schema", "compile_ms", "outputs": [[ids]]} (or
+// {"schema", "error"}): the measured sequences, for bench/grammar/xgrammar_compare.py to replay.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -100,10 +103,12 @@ int main(int argc, char** argv) {
                                       "tests/grammar/corpus/tool_schemas.jsonl"};
   std::string model_dir = "tests/data/tokenizers/deepseek-v3";
   size_t outputs_per_schema = 2, compile_repeats = 5;
+  std::string dump_path;
   app.add_option("--corpus", corpora, "JSON lines {\"schema\": ...}");
   app.add_option("--model", model_dir, "Folder with tokenizer.json");
   app.add_option("--outputs-per-schema", outputs_per_schema, "Random outputs measured per schema");
   app.add_option("--compile-repeats", compile_repeats, "Compiles per schema (median taken)");
+  app.add_option("--dump-outputs", dump_path, "Write each schema's measured token sequences here (JSON lines)");
   CLI11_PARSE(app, argc, argv);
 
   auto tokenizer = Tokenizer::Load(model_dir);
@@ -144,6 +149,8 @@ int main(int argc, char** argv) {
   size_t n_supported = 0, n_outputs = 0, n_unfinished = 0;
   std::mt19937_64 rng(1);
   std::vector<uint32_t> mask(vocab->bitmask_words());
+  std::ofstream dump;
+  if (!dump_path.empty()) dump.open(dump_path);
   for (const std::string& schema : schemas) {
     std::vector<double> times;
     Result<CompiledGrammar> g = Status::Error("not compiled");
@@ -152,9 +159,16 @@ int main(int argc, char** argv) {
       g = CompiledGrammar::FromJsonSchema(schema);
       times.push_back(seconds_since(t0) * 1e3);
     }
-    if (!g.ok()) continue;
+    json dumped = {{"schema", json::parse(schema)}};
+    if (!g.ok()) {
+      dumped["error"] = g.status().message();
+      if (dump.is_open()) dump << dumped.dump() << '\n';
+      continue;
+    }
     ++n_supported;
     compile_ms.push_back(percentile(times, 0.5));
+    dumped["compile_ms"] = compile_ms.back();
+    dumped["outputs"] = json::array();
     auto shared_cache = std::make_shared<GrammarMaskCache>(g.value(), vocab);
     for (size_t k = 0; k < outputs_per_schema; ++k) {
       bool finished = false;
@@ -166,6 +180,7 @@ int main(int argc, char** argv) {
       auto ids = tokenizer->encode(text, false);
       if (!ids.ok()) continue;
       ++n_outputs;
+      dumped["outputs"].push_back(*ids);
       for (Timing* t : {&cold, &shared}) {
         GrammarMatcher m(t == &cold ? std::make_shared<GrammarMaskCache>(g.value(), vocab) : shared_cache);
         for (size_t i = 0; i <= ids->size(); ++i) {
@@ -186,6 +201,7 @@ int main(int argc, char** argv) {
         }
       }
     }
+    if (dump.is_open()) dump << dumped.dump() << '\n';
   }
   json report = {
       {"vocabulary_tokens", vocab->size()},
