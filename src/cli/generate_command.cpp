@@ -115,6 +115,9 @@ int run_generate(GenerateFlags& f) {
         ids.push_back(x.get<int32_t>());
       }
     }
+    // Every rank checks every prompt, so that a bad one stops all ranks alike.
+    if (Status s = (*engine)->validate(Request{ids, f.sampling, 0}); !s.ok())
+      return fail("prompt " + std::to_string(i + 1) + ": " + s.message());
     if (int(i % size_t(n_ranks)) != rank) continue;
     auto h = (*engine)->submit(Request{ids, f.sampling, 0});
     if (!h.ok()) return fail("prompt " + std::to_string(i + 1) + ": " + h.status().message());

@@ -60,6 +60,8 @@ class Engine {
   // `on_output`, if given, is called on the engine thread after every update pushed to the
   // request's stream (e.g. to wake an event loop); it must be cheap and must not block.
   Result<RequestHandle> submit(Request request, std::function<void()> on_output = {});
+  // What submit() checks, without submitting (e.g. every rank of a group checks every prompt).
+  Status validate(const Request& request) const { return core_->validate(request); }
   // As submit(), handing the request blocks pinned for it (EngineCore::add); if it is invalid the
   // pins are dropped on the engine thread.
   Result<RequestHandle> submit_pinned(Request request, std::vector<PinnedBlock> pinned, std::function<void()> on_output = {});

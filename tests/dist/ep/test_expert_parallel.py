@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -208,3 +209,16 @@ def test_bf16_on_the_wire_halves_the_bytes_within_tolerance(deepinfer_bin, tmp_p
             assert abs(got["logprobs"][i] - want["logprobs"][i]) < 0.05
     assert whole >= len(PROMPTS) // 2
     assert 0.45 < mb_sent(bf16.stderr) / mb_sent(f32.stderr) < 0.55
+
+
+def test_a_bad_prompt_stops_every_rank_at_once(deepinfer_bin, tmp_path):
+    """Prompt 2 (on rank 1 of 2) has an id outside the vocabulary: every rank checks every prompt,
+    so all stop with the same message instead of rank 0 waiting for rank 1 until --ep-timeout."""
+    path = ROOT / "tests" / "data" / "models" / "tiny-v3"
+    args = ["--prompts-file", prompts_file(tmp_path, [[1, 2, 3], [4, 99999], [5, 6]]), "--max-tokens", "4",
+            "--ep-timeout", "60"]
+    start = time.monotonic()
+    out = generate(mpirun(2) + [deepinfer_bin], path, *args, "--expert-parallel", "2", timeout=120)
+    assert out.returncode != 0
+    assert "prompt 2: prompt token 1 (id 99999) is outside the vocabulary" in out.stderr
+    assert time.monotonic() - start < 30
