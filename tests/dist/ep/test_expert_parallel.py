@@ -57,14 +57,18 @@ def test_generate_is_bitwise_the_single_process(deepinfer_bin, tmp_path, model, 
             assert len(re.findall(r"rank \d/\d: VmRSS", ep.stderr)) == n
 
 
-def test_chunked_prefill_and_prefix_cache_across_ranks(deepinfer_bin, tmp_path):
-    """Prompts sharing a prefix, in chunks of 8 tokens per step: every rank's scheduler and cache
-    work as alone while the MoE layers run across ranks."""
+@pytest.mark.parametrize("features", [["--max-num-batched-tokens", "8", "--block-size", "16"],
+                                      ["--speculative", "ngram", "--num-speculative-tokens", "3"],
+                                      ["--activation-dtype", "bf16"]],
+                         ids=["chunked-prefill-prefix-cache", "ngram-speculation", "bf16-activations"])
+def test_engine_features_across_ranks(deepinfer_bin, tmp_path, features):
+    """Prompts sharing a prefix (and repeating themselves, for n-gram drafts), with chunked prefill
+    of 8 tokens per step, speculative decoding or bf16 activations: every rank's scheduler, cache
+    and drafter work as alone while the MoE layers run across ranks."""
     path = ROOT / "tests" / "data" / "models" / "tiny-v3"
-    prefix = list(range(40, 80))
+    prefix = list(range(40, 80)) + list(range(40, 60))
     prompts = [prefix + [i, i + 1] for i in range(2, 9)]
-    args = ["--prompts-file", prompts_file(tmp_path, prompts), "--max-tokens", "6", "--max-num-batched-tokens", "8",
-            "--block-size", "16"]
+    args = ["--prompts-file", prompts_file(tmp_path, prompts), "--max-tokens", "12", *features]
     single = generate([deepinfer_bin], path, *args)
     assert single.returncode == 0, single.stderr
     ep = generate(mpirun(3) + [deepinfer_bin], path, *args, "--expert-parallel", "3")
