@@ -146,3 +146,21 @@ def test_a_killed_rank_fails_requests_and_health_with_recovery_enabled(deepinfer
         fail_rank_mid_request(ep, signal.SIGKILL)
     finally:
         ep.stop()
+
+
+def test_a_killed_rank_without_recovery_ends_the_job_without_hanging(deepinfer_bin, model):
+    """OpenMPI's default: when a rank dies, mpirun ends every rank. The running request's
+    connection closes (an error for the client, never a hang) and the whole job is gone soon after."""
+    ep = EpServer(deepinfer_bin, model, 2, "--ep-timeout", str(EP_TIMEOUT))
+    try:
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            running = pool.submit(long_request, ep.base(0))
+            time.sleep(1.0)
+            assert not running.done()
+            os.kill(ep.pid(1), signal.SIGKILL)
+            with pytest.raises(openai.APIError):
+                running.result(timeout=60)
+        ep.proc.wait(timeout=60)  # mpirun exits by itself
+        assert health(ep.base(0)) is None  # nobody listens any more
+    finally:
+        ep.stop()
