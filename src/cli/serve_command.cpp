@@ -10,8 +10,8 @@
 //
 // Expert parallelism (`mpirun -np N deepinfer serve --expert-parallel N`): every rank serves its
 // own requests on its own port, rank r on --port + r (any free port each with --port 0), with its
-// own engine and KV cache, the routed experts spread over all ranks. A load balancer in front
-// spreads requests over the ports. If the group fails (a rank stops answering within --ep-timeout
+// own engine and KV cache, the routed experts spread over all ranks. `deepinfer router` in front,
+// with the ranks as decode workers, places requests on them by load. If the group fails (a rank stops answering within --ep-timeout
 // or dies), every rank still up fails its running requests, and /health and new requests get 503.
 #include <sys/resource.h>
 #include <unistd.h>

@@ -164,3 +164,38 @@ def test_a_killed_rank_without_recovery_ends_the_job_without_hanging(deepinfer_b
         assert health(ep.base(0)) is None  # nobody listens any more
     finally:
         ep.stop()
+
+
+def test_the_router_in_front_places_requests_on_every_rank(deepinfer_bin, model, want):
+    """One endpoint for the group: `deepinfer router` with the ranks as its decode workers sends each
+    request to the least loaded rank (they compute prompts themselves: no prefill worker is used);
+    answers stay a single server's."""
+    import subprocess
+    ep = EpServer(deepinfer_bin, model, 2, "--ep-timeout", "30")
+    router = None
+    try:
+        router = subprocess.Popen([deepinfer_bin, "router", "--prefill", ep.base(0), "--decode",
+                                   f"{ep.base(0)},{ep.base(1)}", "--port", "0"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        line = router.stderr.readline()
+        m = re.search(r"router listening on (http://[\d.]+:\d+)", line)
+        assert m, line
+        base = m.group(1)
+        deadline = time.time() + 60
+        while health(base) != 200:
+            assert time.time() < deadline
+            time.sleep(0.1)
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            for result in [pool.submit(answers, client(base)) for _ in range(4)]:
+                assert result.result(timeout=300) == want
+        served = []
+        for rank in (0, 1):
+            _, text = http_get(ep.base(rank) + "/metrics")
+            served.append(sum(metric_values(text, "deepinfer_requests_total").get(k, 0) for k in
+                              ('{endpoint="/v1/completions",status="200"}', '{endpoint="/v1/chat/completions",status="200"}')))
+        assert min(served) > 0, served  # both ranks got requests
+    finally:
+        if router is not None:
+            router.send_signal(signal.SIGTERM)
+            router.wait(timeout=60)
+        ep.stop()
