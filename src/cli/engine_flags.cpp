@@ -52,6 +52,10 @@ void EngineFlags::add_to(CLI::App& cmd) {
       ->capture_default_str();
   cmd.add_option("--eplb-window", model.eplb.window, "Steps of expert load a rebalance weighs (0: the interval)")
       ->capture_default_str();
+  cmd.add_option("--eplb-nodes", model.eplb.n_nodes,
+                 "Machines the ranks run on (consecutive ranks per machine): EPLB keeps each expert group's copies "
+                 "on one machine where the groups divide over them")
+      ->capture_default_str();
   cmd.add_option("--num-speculative-tokens", o.num_speculative_tokens, "Draft tokens per sequence and step (with --speculative)")
       ->capture_default_str();
 }
@@ -72,6 +76,8 @@ Status EngineFlags::resolve() {
   const EplbOptions& eplb = model.eplb;
   if (eplb.redundant_experts < 0 || eplb.interval < 0 || eplb.window < 0)
     return Status::Error("--eplb-redundant-experts, --eplb-interval and --eplb-window must not be negative");
+  if (eplb.n_nodes < 1 || expert_parallel % eplb.n_nodes != 0)
+    return Status::Error("--eplb-nodes: must divide --expert-parallel (" + std::to_string(expert_parallel) + ")");
   if ((eplb.redundant_experts > 0 || eplb.interval > 0) && expert_parallel <= 1)
     return Status::Error("--eplb-*: balances experts over the ranks of --expert-parallel N (N > 1)");
   if (eplb.window == 0) model.eplb.window = eplb.interval;

@@ -24,6 +24,7 @@ struct EplbOptions {
   int redundant_experts = 0;  // slots beyond one per expert (n_experts + this: a multiple of the ranks)
   int interval = 0;           // forwards between rebalances; 0: the placement never changes
   int window = 0;             // forwards whose loads a rebalance weighs (rounded up to whole intervals)
+  int n_nodes = 1;            // machines the ranks run on, ranks [i * N / n_nodes, ...) on machine i
 };
 
 struct EplbPlacement {

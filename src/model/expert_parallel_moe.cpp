@@ -70,7 +70,7 @@ Status ExpertParallelMoe::rebalance(const Rebind& rebind) {
     if (std::all_of(loads.begin(), loads.end(), [](int64_t v) { return v == 0; })) continue;  // nothing to weigh
     const ExpertPlacement& old = placements_[i];
     DI_ASSIGN_OR_RETURN(EplbPlacement plan,
-                        eplb_placement(loads, old.n_slots(), n_ranks, n_expert_groups_, /*n_nodes=*/1));
+                        eplb_placement(loads, old.n_slots(), n_ranks, n_expert_groups_, eplb_.n_nodes));
     DI_ASSIGN_OR_RETURN(ExpertPlacement next, ExpertPlacement::from_slots(int(n_experts), n_ranks, old.rank,
                                                                           std::move(plan.slot_expert),
                                                                           std::move(plan.slot_rank)));

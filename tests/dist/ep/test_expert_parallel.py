@@ -178,6 +178,26 @@ def test_eplb_rebalances_a_skewed_load_without_changing_outputs(deepinfer_bin, t
         assert max(rows) < 1.6 * (sum(rows) / 4), periods
 
 
+def test_eplb_on_two_nodes_keeps_each_group_on_one(deepinfer_bin, tmp_path):
+    """As if the 4 ranks were 2 machines of 2 (--eplb-nodes 2): the hierarchical policy packs
+    tiny-v3's 4 expert groups 2 per machine, so the hot group 0 (experts 0-3) and its copies stay
+    on one machine, balanced over its 2 ranks, and the other machine's ranks compute little:
+    group-limited routing's traffic stays inside a machine, at the cost of balance across them."""
+    model = skewed_checkpoint(tmp_path / "skewed")
+    args = ["--prompts-file", prompts_file(tmp_path, PROMPTS), "--max-tokens", "30"]
+    single = generate([deepinfer_bin], model, *args)
+    out = generate(mpirun(4) + [deepinfer_bin], model, *args, "--expert-parallel", "4", "--eplb-redundant-experts", "4",
+                   "--eplb-interval", "5", "--eplb-nodes", "2")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == single.stdout
+    periods = list(zip(*rows_per_period(out.stderr, 4)))
+    for rows in periods[1:-1]:
+        machines = sorted([rows[0] + rows[1], rows[2] + rows[3]])
+        busy = (rows[0], rows[1]) if rows[0] + rows[1] == machines[1] else (rows[2], rows[3])
+        assert machines[0] < 0.1 * machines[1], periods
+        assert max(busy) < 1.2 * min(busy), periods
+
+
 def test_eplb_flags_are_checked(deepinfer_bin):
     path = ROOT / "tests" / "data" / "models" / "tiny-v3"
     out = generate([deepinfer_bin], path, "--prompt-ids", "1,2", "--eplb-interval", "4")
@@ -185,6 +205,8 @@ def test_eplb_flags_are_checked(deepinfer_bin):
     out = generate(mpirun(3) + [deepinfer_bin], path, "--prompt-ids", "1,2", "--expert-parallel", "3",
                    "--eplb-redundant-experts", "1")
     assert out.returncode != 0 and "17 expert slots must be at least the 16 experts and a multiple of the 3 ranks" in out.stderr
+    out = generate([deepinfer_bin], path, "--prompt-ids", "1,2", "--expert-parallel", "2", "--eplb-nodes", "3")
+    assert out.returncode == 1 and "--eplb-nodes: must divide --expert-parallel (2)" in out.stderr
 
 
 def mb_sent(stderr):
