@@ -31,7 +31,14 @@ struct BenchWeight {
     w.n_in = n_in;
     bytes.resize(size_t(n_out * n_in) * dtype_size(t));
     std::mt19937 rng(1);
-    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = uint8_t(rng() & 0x3f);  // small finite values
+    std::normal_distribution<float> dist(0.0f, 0.02f);
+    if (t == DType::BF16)  // normal values (denormals would cost f32 FMAs microcode assists on Intel)
+      for (size_t i = 0; i < bytes.size() / 2; ++i) reinterpret_cast<uint16_t*>(bytes.data())[i] = f32_to_bf16(dist(rng));
+    else
+      for (uint8_t& b : bytes) {  // any e4m3 code but NaN
+        const uint8_t c = uint8_t(rng());
+        b = (c & 0x7f) == 0x7f ? 0 : c;
+      }
     w.data = bytes.data();
     if (t == DType::F8_E4M3) {
       scales.assign(size_t(((n_out + w.block_rows - 1) / w.block_rows) * ((n_in + w.block_cols - 1) / w.block_cols)), 1e-3f);
