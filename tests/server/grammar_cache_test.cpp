@@ -1,6 +1,7 @@
 // GrammarCache: compiled constraints shared by (kind, text), errors naming the problem and the
 // request field, the LRU bound, and a refusal for grammars whose first mask passes the limits.
 #include "server/grammar_cache.h"
+#include "server/tool_call_grammar.h"
 
 #include <gtest/gtest.h>
 
@@ -56,6 +57,31 @@ TEST(GrammarCache, ErrorsNameTheProblemAndTheFieldAndAreKept) {
   auto again = cache.get(constraint(Kind::kRegex, "(a", "regex"));
   EXPECT_EQ(again.status().message(), bad_regex.status().message());
   EXPECT_EQ(cache.n_entries(), 3u);
+}
+
+// Strict tools (server/tool_call_grammar.h) are one more kind: cached by their constraint text,
+// their errors already naming the tool's field.
+TEST(GrammarCache, ToolCallConstraintsAreCachedAndNameTheToolsField) {
+  using Kind = OutputConstraint::Kind;
+  GrammarCache cache(vocabulary(), {});
+  const nlohmann::ordered_json tools = nlohmann::ordered_json::parse(
+      R"([{"type": "function", "function": {"name": "f", "strict": true, "parameters": {"type": "object"}}}])");
+  auto text = tool_call_constraint_text(ToolCallFormat::kDeepseekV31, "function", "f", tools);
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  auto a = cache.get(constraint(Kind::kToolCalls, text.value(), "tools"));
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  auto again = cache.get(constraint(Kind::kToolCalls, text.value(), "tools"));
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(a.value().get(), again.value().get());
+  const nlohmann::ordered_json bad = nlohmann::ordered_json::parse(
+      R"([{"type": "function", "function": {"name": "f", "strict": true, "parameters": {"type": "object", "not": {}}}}])");
+  auto bad_text = tool_call_constraint_text(ToolCallFormat::kDeepseekV31, "auto", "", bad);
+  ASSERT_TRUE(bad_text.ok());
+  auto error = cache.get(constraint(Kind::kToolCalls, bad_text.value(), "tools"));
+  ASSERT_FALSE(error.ok());
+  EXPECT_EQ(error.status().field(), "tools");
+  EXPECT_EQ(error.status().message().rfind("'tools[0].function.parameters': unsupported JSON Schema keyword 'not'", 0), 0u)
+      << error.status().message();
 }
 
 TEST(GrammarCache, KeepsAtMostMaxEntriesLeastRecentlyUsedOut) {
