@@ -1,6 +1,6 @@
 """Strict tool arguments end to end: tools with `"strict": true` through the official client
 against a real server on the tiny random DeepSeek-V3 model (its chat template's V3 tool-call
-format). Sampling is at temperature 1, so the grammar, not the model, makes calls valid: the
+format; a second server with DeepSeek-V3.1's template checks that format). Sampling is at temperature 1, so the grammar, not the model, makes calls valid: the
 parsed `tool_calls` name declared tools and their `arguments` validate against the tool's
 `parameters` with `jsonschema`, streamed and not, with n > 1. The tools are the function-calling
 schemas of JSONSchemaBench's Glaiveai2K collection in tests/grammar/corpus (real tool definitions),
@@ -162,3 +162,63 @@ def test_strict_tool_errors_name_the_field(client):
     assert body["param"] == "tools" and "'tools[1].function.name': 'f' names two tools" in body["message"], body
     body = bad(tools=[{"type": "function", "function": {"name": "f", "strict": "yes"}}])
     assert body["param"] == "tools" and "strict" in body["message"], body
+
+
+@pytest.fixture(scope="module")
+def v31_client(deepinfer_bin, tmp_path_factory):
+    """A server on the tiny model with DeepSeek-V3.1's chat template (its tool-call format has no
+    "function" header and no ```json fence), from tests/data/chat/templates."""
+    import shutil
+
+    from server import Server, make_model
+
+    tok = tmp_path_factory.mktemp("v31-tokenizer")
+    for f in (ROOT / "tests" / "data" / "tokenizers" / "deepseek-v3").iterdir():
+        shutil.copy(f, tok / f.name)
+    config = json.loads((tok / "tokenizer_config.json").read_text(encoding="utf-8"))
+    config["chat_template"] = (ROOT / "tests" / "data" / "chat" / "templates" / "deepseek-v3.1.jinja").read_text(
+        encoding="utf-8")
+    (tok / "tokenizer_config.json").write_text(json.dumps(config), encoding="utf-8")
+    s = Server(deepinfer_bin, make_model(tmp_path_factory.mktemp("e2e-v31") / "tiny-v31", tokenizer_dir=tok))
+    yield openai.OpenAI(base_url=s.base + "/v1", api_key="unused", max_retries=0, timeout=300)
+    assert s.stop() == 0, "".join(s.log)
+
+
+def test_v31_format_calls_validate(v31_client, tools):
+    offered = tools[:3]
+    checks = validators(offered)
+    n_done = 0
+    for choice_arg, only in (("required", None),
+                             ({"type": "function", "function": {"name": offered[2]["function"]["name"]}},
+                              offered[2]["function"]["name"])):
+        for stream in (False, True):
+            kwargs = dict(model="tiny", messages=MESSAGES, tools=offered, tool_choice=choice_arg, temperature=1, seed=5,
+                          n=2, max_tokens=160, logit_bias=CLOSING_BIAS)
+            if not stream:
+                out = v31_client.chat.completions.create(**kwargs)
+                for c in out.choices:
+                    if c.finish_reason != "length":
+                        assert c.finish_reason == "tool_calls", c
+                        check_calls(c.message.tool_calls, checks, only)
+                        n_done += 1
+                continue
+            calls, finish = {}, {}
+            for chunk in v31_client.chat.completions.create(stream=True, **kwargs):
+                for c in chunk.choices:
+                    for d in c.delta.tool_calls or []:
+                        entry = calls.setdefault((c.index, d.index), ["", ""])
+                        entry[0] += d.function.name or ""
+                        entry[1] += d.function.arguments or ""
+                    if c.finish_reason:
+                        finish[c.index] = c.finish_reason
+            for index, reason in finish.items():
+                if reason == "length":
+                    continue
+                assert reason == "tool_calls"
+                mine = [v for (i, _), v in sorted(calls.items()) if i == index]
+                assert mine
+                for name, arguments in mine:
+                    assert name in checks and (only is None or name == only)
+                    checks[name].validate(json.loads(arguments))
+                n_done += 1
+    assert n_done >= 4, n_done
