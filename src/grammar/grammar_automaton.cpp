@@ -16,10 +16,12 @@ GrammarAutomaton::GrammarAutomaton(std::shared_ptr<const Grammar> grammar, Autom
     : grammar_(std::move(grammar)), limits_(limits) {
   compute_min_rest();
   nodes_.push_back({0, 0});
-  mark_.push_back(0);
+  nodes_.push_back({0, 0});  // kOpenRest, never interned by key
+  mark_.assign(2, 0);
   ++generation_;
   scratch_leaves_.clear();
   scratch_accept_ = false;
+  scratch_open_ = false;
   const Rule& root = grammar_->rules[grammar_->root];
   for (uint32_t a = 0; a < root.n_alts; ++a) {
     if (!expand(grammar_->alt_starts[root.first_alt + a], 0)) return;
@@ -71,6 +73,8 @@ bool GrammarAutomaton::expand(uint32_t pos, uint32_t parent) {
     } else if (e.kind == ElementKind::kEnd) {
       if (node.parent == 0) {
         scratch_accept_ = true;
+      } else if (node.parent == kOpenRest) {
+        scratch_open_ = true;
       } else {
         work_.push_back(node.parent);
       }
@@ -93,16 +97,16 @@ bool GrammarAutomaton::expand(uint32_t pos, uint32_t parent) {
 
 int32_t GrammarAutomaton::intern_state() {
   std::sort(scratch_leaves_.begin(), scratch_leaves_.end());
-  if (scratch_leaves_.empty() && !scratch_accept_) return kDead;
+  if (scratch_leaves_.empty() && !scratch_accept_ && !scratch_open_) return kDead;
   std::vector<uint32_t> key = scratch_leaves_;
-  key.push_back(scratch_accept_ ? 1 : 0);
+  key.push_back((scratch_accept_ ? 1 : 0) | (scratch_open_ ? 2 : 0));
   auto it = state_ids_.find(key);
   if (it != state_ids_.end()) return it->second;
   if (states_.size() >= limits_.max_states) {
     fail("grammar matcher: more than " + std::to_string(limits_.max_states) + " parser states");
     return kDead;
   }
-  State s{uint32_t(leaves_.size()), uint32_t(scratch_leaves_.size()), scratch_accept_, {}};
+  State s{uint32_t(leaves_.size()), uint32_t(scratch_leaves_.size()), scratch_accept_, scratch_open_, {}};
   for (uint32_t leaf : scratch_leaves_) {
     s.next |= grammar_->byte_sets[grammar_->elements[nodes_[leaf].pos].value];
   }
@@ -121,6 +125,7 @@ int32_t GrammarAutomaton::step_slow(int32_t state, uint8_t byte) {
     ++generation_;
     scratch_leaves_.clear();
     scratch_accept_ = false;
+    scratch_open_ = false;
     const State s = states_[size_t(state)];
     bool ok = true;
     for (uint32_t i = 0; i < s.n_leaves && ok; ++i) {
@@ -143,6 +148,62 @@ int32_t GrammarAutomaton::step_slow(int32_t state, uint8_t byte) {
   }
   tables_[size_t(table_of_[size_t(state)]) * 256 + byte] = next;
   return next;
+}
+
+int32_t GrammarAutomaton::detach(int32_t state) {
+  DI_CHECK(state >= 0 && size_t(state) < states_.size());
+  if (!status_.ok()) return kDead;
+  scratch_leaves_.clear();
+  scratch_accept_ = false;
+  scratch_open_ = false;
+  const State s = states_[size_t(state)];
+  for (uint32_t i = 0; i < s.n_leaves; ++i) {
+    const uint32_t id = intern_node(nodes_[leaves_[s.first_leaf + i]].pos, kOpenRest);
+    if (id == UINT32_MAX) return kDead;
+    scratch_leaves_.push_back(id);
+  }
+  scratch_leaves_.erase(std::unique((std::sort(scratch_leaves_.begin(), scratch_leaves_.end()),
+                                     scratch_leaves_.begin()),
+                                    scratch_leaves_.end()),
+                        scratch_leaves_.end());
+  const int32_t detached = intern_state();
+  return status_.ok() ? detached : kDead;
+}
+
+std::string GrammarAutomaton::frame_key(int32_t state) const {
+  const Grammar& g = *grammar_;
+  const State& s = states_[size_t(state)];
+  std::unordered_map<uint32_t, uint32_t> renumbered;  // rule id -> order of discovery
+  std::vector<uint32_t> queue;
+  std::string key;
+  auto put32 = [&](uint32_t v) { key.append(reinterpret_cast<const char*>(&v), sizeof v); };
+  // One alternative's elements from `pos` to its end.
+  auto put_rest = [&](uint32_t pos) {
+    for (;; ++pos) {
+      const Element e = g.elements[pos];
+      key += char('0' + int(e.kind));
+      if (e.kind == ElementKind::kEnd) return;
+      if (e.kind == ElementKind::kBytes) {
+        key.append(reinterpret_cast<const char*>(g.byte_sets[e.value].words.data()), 32);
+      } else {
+        auto [it, added] = renumbered.emplace(e.value, uint32_t(renumbered.size()));
+        if (added) queue.push_back(e.value);
+        put32(it->second);
+      }
+    }
+  };
+  std::vector<uint32_t> positions;
+  for (uint32_t i = 0; i < s.n_leaves; ++i) positions.push_back(nodes_[leaves_[s.first_leaf + i]].pos);
+  std::sort(positions.begin(), positions.end());
+  key += s.accept ? 'A' : s.open ? 'O' : '-';
+  for (uint32_t pos : positions) put_rest(pos);
+  for (size_t q = 0; q < queue.size(); ++q) {
+    const Rule& rule = g.rules[queue[q]];
+    key += 'R';
+    put32(rule.n_alts);
+    for (uint32_t a = 0; a < rule.n_alts; ++a) put_rest(g.alt_starts[rule.first_alt + a]);
+  }
+  return key;
 }
 
 int32_t GrammarAutomaton::walk(int32_t state, std::string_view bytes) {
@@ -200,7 +261,7 @@ uint32_t GrammarAutomaton::bytes_to_accept(int32_t state) const {
   uint32_t best = kFar;
   for (uint32_t i = 0; i < s.n_leaves; ++i) {
     uint32_t total = 0;
-    for (uint32_t id = leaves_[s.first_leaf + i]; id != 0; id = nodes_[id].parent) {
+    for (uint32_t id = leaves_[s.first_leaf + i]; id != 0 && id != kOpenRest; id = nodes_[id].parent) {
       total = saturating_add(total, min_rest_[nodes_[id].pos]);
     }
     best = std::min(best, total);

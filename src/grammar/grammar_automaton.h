@@ -9,6 +9,12 @@
 // References in tail position replace their frame instead of pushing one, so repetitions run in
 // constant stack depth and a regular grammar runs as a DFA built on the fly.
 //
+// Detached states: a state's leaves with everything below their own frames replaced by an
+// unknown rest (detach()). Stepping a detached state is exact while no parse pops into that rest;
+// a parse that does marks the state open(), where the real answer depends on the stack below.
+// What a detached state does is fixed by frame_key(), a text naming only the grammar reachable
+// from its leaves, so grammars with the same such structure share what is computed from it.
+//
 // Bounded: stack nodes, states and leaves per state are capped (Limits); passing a cap makes the
 // step return kDead and status() fail with the reason. Transition tables are a cache with a byte
 // budget, cleared when full. Not thread-safe: one automaton per GrammarMatcher.
@@ -16,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -59,6 +66,15 @@ class GrammarAutomaton {
   static constexpr uint32_t kFar = UINT32_MAX;
   uint32_t bytes_to_accept(int32_t state) const;
   size_t n_states() const { return states_.size(); }
+  // The detached state of `state` (not kDead): its leaves' positions over the unknown rest. kDead
+  // past a limit.
+  int32_t detach(int32_t state);
+  // Whether some parse of `state` (reached from a detached state) popped into the unknown rest.
+  bool open(int32_t state) const { return states_[size_t(state)].open; }
+  // A grammar-independent description of what `state` matches within its leaves' frames: each
+  // leaf's remaining elements and every rule reachable from them, rules renumbered in order of
+  // discovery. Equal keys (of detached states) mean equal behaviour, whatever the grammars.
+  std::string frame_key(int32_t state) const;
   const Status& status() const { return status_; }
 
  private:
@@ -70,6 +86,7 @@ class GrammarAutomaton {
   struct State {
     uint32_t first_leaf, n_leaves;  // into leaves_
     bool accept;
+    bool open;
     ByteSet next;
   };
   struct KeyHash {
@@ -79,6 +96,8 @@ class GrammarAutomaton {
   int32_t step_slow(int32_t state, uint8_t byte);
   // Adds to scratch_leaves_ the leaves reached from frame (pos, parent), setting scratch_accept_.
   bool expand(uint32_t pos, uint32_t parent);
+  // nodes_[kOpenRest]: the unknown stack below a detached state's frames.
+  static constexpr uint32_t kOpenRest = 1;
   // The node (pos, parent); UINT32_MAX past the node cap.
   uint32_t intern_node(uint32_t pos, uint32_t parent);
   int32_t intern_state();
@@ -101,6 +120,7 @@ class GrammarAutomaton {
   // Scratch of one step.
   std::vector<uint32_t> scratch_leaves_;
   bool scratch_accept_ = false;
+  bool scratch_open_ = false;
   std::vector<uint32_t> mark_;  // per node: the step that visited it
   uint32_t generation_ = 0;
   std::vector<uint32_t> work_;

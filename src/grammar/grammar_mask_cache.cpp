@@ -11,7 +11,8 @@ GrammarMaskCache::GrammarMaskCache(const CompiledGrammar& grammar,
       options_(options),
       automaton_(grammar.grammar(), options.automaton),
       initial_(automaton_.initial_state()),
-      walk_states_(vocabulary_->max_token_bytes() + 1) {}
+      walk_states_(vocabulary_->max_token_bytes() + 1),
+      path_(vocabulary_->max_token_bytes(), '\0') {}
 
 int32_t GrammarMaskCache::walk(int32_t state, std::string_view bytes) {
   std::lock_guard lock(mu_);
@@ -48,15 +49,47 @@ void GrammarMaskCache::set_end_bits(uint32_t* bitmask) const {
 }
 
 void GrammarMaskCache::compute_mask(int32_t state, uint32_t* bitmask) {
+  if (automaton_.accepts(state)) set_end_bits(bitmask);
+  if (automaton_.next_bytes(state).empty()) return;
+  const std::shared_ptr<const FrameMask> frame = frame_mask(state);
+  if (!frame) return;
+  for (size_t w = 0; w < frame->accepted.size(); ++w) bitmask[w] |= frame->accepted[w];
+  for (const FrameMask::Uncertain& u : frame->uncertain) {
+    const int32_t base = automaton_.walk(state, u.prefix);
+    if (base != GrammarAutomaton::kDead) walk_subtree(u.node, base, bitmask);
+  }
+}
+
+std::shared_ptr<const FrameMask> GrammarMaskCache::frame_mask(int32_t state) {
+  const int32_t detached = automaton_.detach(state);
+  if (detached == GrammarAutomaton::kDead) return nullptr;
+  auto it = frame_of_.find(detached);
+  if (it != frame_of_.end()) return it->second;
+  const std::string key = automaton_.frame_key(detached);
+  FrameMaskStore& store = vocabulary_->frame_masks();
+  std::shared_ptr<const FrameMask> frame = store.find(key);
+  if (!frame) {
+    frame = compute_frame_mask(detached);
+    if (!automaton_.status().ok()) return nullptr;
+    frame = store.insert(key, std::move(frame));
+  }
+  frame_of_.emplace(detached, frame);
+  return frame;
+}
+
+std::shared_ptr<const FrameMask> GrammarMaskCache::compute_frame_mask(int32_t detached) {
   const std::vector<TokenVocabulary::TrieNode>& trie = vocabulary_->trie();
   const std::vector<int32_t>& node_tokens = vocabulary_->node_tokens();
-  walk_states_[0] = state;
-  const ByteSet loops = self_loops(state);
+  auto frame = std::make_shared<FrameMask>();
+  frame->accepted.assign(vocabulary_->bitmask_words(), 0);
+  uint32_t* bitmask = frame->accepted.data();
+  walk_states_[0] = detached;
+  const ByteSet loops = self_loops(detached);
   for (size_t i = 0; i < trie.size();) {
     const TokenVocabulary::TrieNode& node = trie[i];
     const int32_t from = walk_states_[node.depth - 1];
     // A subtree whose every byte loops back to the walk's state is accepted whole, unstepped.
-    if (from == state && vocabulary_->subtree_bytes(i).subset_of(loops)) {
+    if (from == detached && vocabulary_->subtree_bytes(i).subset_of(loops)) {
       for (uint32_t k = node.first_token, end = vocabulary_->subtree_tokens_end(i); k < end; ++k) {
         const int32_t id = node_tokens[k];
         bitmask[id / 32] |= uint32_t(1) << (id % 32);
@@ -69,6 +102,12 @@ void GrammarMaskCache::compute_mask(int32_t state, uint32_t* bitmask) {
       i = node.subtree_end;
       continue;
     }
+    if (automaton_.open(next)) {
+      frame->uncertain.push_back({uint32_t(i), path_.substr(0, node.depth - 1u)});
+      i = node.subtree_end;
+      continue;
+    }
+    path_[node.depth - 1u] = char(node.byte);
     walk_states_[node.depth] = next;
     for (uint32_t k = 0; k < node.n_tokens; ++k) {
       const int32_t id = node_tokens[node.first_token + k];
@@ -76,7 +115,27 @@ void GrammarMaskCache::compute_mask(int32_t state, uint32_t* bitmask) {
     }
     ++i;
   }
-  if (automaton_.accepts(state)) set_end_bits(bitmask);
+  return frame;
+}
+
+void GrammarMaskCache::walk_subtree(uint32_t root, int32_t base, uint32_t* bitmask) {
+  const std::vector<TokenVocabulary::TrieNode>& trie = vocabulary_->trie();
+  const std::vector<int32_t>& node_tokens = vocabulary_->node_tokens();
+  walk_states_[trie[root].depth - 1u] = base;
+  for (size_t i = root, end = trie[root].subtree_end; i < end;) {
+    const TokenVocabulary::TrieNode& node = trie[i];
+    const int32_t next = automaton_.step(walk_states_[node.depth - 1], node.byte);
+    if (next == GrammarAutomaton::kDead) {
+      i = node.subtree_end;
+      continue;
+    }
+    walk_states_[node.depth] = next;
+    for (uint32_t k = 0; k < node.n_tokens; ++k) {
+      const int32_t id = node_tokens[node.first_token + k];
+      bitmask[id / 32] |= uint32_t(1) << (id % 32);
+    }
+    ++i;
+  }
 }
 
 ByteSet GrammarMaskCache::self_loops(int32_t state) {

@@ -3,9 +3,14 @@
 // seen, so that a state one sequence has met costs every other sequence one copy of its mask
 // (n > 1 choices, and every request of a cached schema, start warm).
 //
-// A state's mask is computed by walking the vocabulary's byte trie with the automaton (a subtree
-// is skipped at its first dead byte, and taken whole when all its bytes loop back to the state
-// the walk starts from, as inside a JSON string); the end ids are set where the state accepts. The cache is
+// A state's mask has two parts. What its frames decide alone (FrameMask: tokens taken whole
+// within the frames of the state's top parses, whatever the stack below holds) comes from the
+// vocabulary's FrameMaskStore, keyed by the frames' grammar structure, so that, e.g., the inside
+// of a JSON string is walked once per vocabulary for every schema; it is computed on a miss by
+// walking the vocabulary's byte trie with the state's detached automaton state (a subtree is
+// skipped at its first dead byte, and taken whole when all its bytes loop back to the state the
+// walk starts from). Then the few trie subtrees where a parse pops out of the frames are walked
+// with the real state, and the end ids are set where the state accepts. The cache is
 // bounded (MatcherOptions::mask_cache_bytes; cleared when full) as the automaton is
 // (AutomatonLimits); past a limit, status() fails for every matcher sharing it, and whoever keeps
 // caches by schema should give new sequences a new cache (states accumulate over the sequences
@@ -16,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -52,6 +58,12 @@ class GrammarMaskCache {
 
  private:
   void compute_mask(int32_t state, uint32_t* bitmask);
+  // The frame mask of `state`, from this cache, the vocabulary's store, or computed; null when
+  // the automaton passes a limit.
+  std::shared_ptr<const FrameMask> frame_mask(int32_t state);
+  std::shared_ptr<const FrameMask> compute_frame_mask(int32_t detached);
+  // Sets the tokens of trie subtree `root` that `base` (the state after the root's prefix) takes.
+  void walk_subtree(uint32_t root, int32_t base, uint32_t* bitmask);
   // The bytes that lead from `state` back to itself.
   ByteSet self_loops(int32_t state);
   void set_end_bits(uint32_t* bitmask) const;
@@ -63,7 +75,9 @@ class GrammarMaskCache {
   int32_t initial_;
   std::unordered_map<int32_t, size_t> mask_slot_;  // state -> offset in masks_
   std::vector<uint32_t> masks_;
+  std::unordered_map<int32_t, std::shared_ptr<const FrameMask>> frame_of_;  // detached state ->
   std::vector<int32_t> walk_states_;  // per trie depth
+  std::string path_;                  // the walk's bytes, per trie depth
 };
 
 }  // namespace deepinfer::grammar

@@ -2,15 +2,19 @@
 // byte trie over all tokens; built once per tokenizer and shared (immutable) by every matcher.
 //
 // Tokens with no bytes (special tokens, ids without a token) are never allowed by a grammar;
-// the end ids (EOS) are allowed exactly where the grammar accepts.
+// the end ids (EOS) are allowed exactly where the grammar accepts. The vocabulary also carries
+// the frame masks every grammar over it shares (FrameMaskStore; the only mutable part,
+// thread-safe).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
 #include "grammar/byte_set.h"
+#include "grammar/frame_mask_store.h"
 
 namespace deepinfer {
 class Tokenizer;
@@ -53,6 +57,7 @@ class TokenVocabulary {
     return end < trie_.size() ? trie_[end].first_token : uint32_t(node_tokens_.size());
   }
   size_t max_token_bytes() const { return max_token_bytes_; }
+  FrameMaskStore& frame_masks() const { return *frame_masks_; }
 
  private:
   std::vector<std::string> bytes_;
@@ -61,6 +66,7 @@ class TokenVocabulary {
   std::vector<int32_t> node_tokens_;
   std::vector<ByteSet> subtree_bytes_;
   size_t max_token_bytes_ = 0;
+  std::shared_ptr<FrameMaskStore> frame_masks_ = std::make_shared<FrameMaskStore>();
 };
 
 }  // namespace deepinfer::grammar

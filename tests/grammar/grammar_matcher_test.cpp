@@ -137,6 +137,75 @@ TEST_F(GrammarMatcherTest, MaskEqualsBruteForceAtFixedStates) {
   }
 }
 
+// Frame masks are shared by every grammar over a vocabulary (FrameMaskStore): masks built from
+// another grammar's frames must still be each state's exact mask, on random walks through
+// schemas that share structures (strings, arrays of strings, nested objects) but not positions.
+TEST_F(GrammarMatcherTest, MasksFromSharedFrameMasksEqualBruteForceAcrossSchemas) {
+  const char* schemas[] = {
+      R"({"type": "object", "properties": {"name": {"type": "string"}, "n": {"type": "integer"}},
+          "required": ["name", "n"], "additionalProperties": false})",
+      R"({"type": "object", "properties": {"city": {"type": "string"}, "tags": {"type": "array",
+          "items": {"type": "string"}}, "inner": {"type": "object", "properties": {"note": {"type": "string"}},
+          "required": ["note"]}}, "required": ["city", "tags", "inner"], "additionalProperties": false})",
+      R"({"type": "array", "items": {"type": "object", "properties": {"k": {"type": "string", "maxLength": 8},
+          "v": {"type": "number"}}, "required": ["k", "v"]}, "minItems": 2})",
+      R"({"type": "object", "properties": {"title": {"type": "string"}, "done": {"type": "boolean"}},
+          "required": ["title", "done"]})",
+  };
+  std::mt19937 rng(11);
+  size_t n_checked = 0;
+  const size_t hits_before = vocab_->frame_masks().hits();
+  for (int round = 0; round < 2; ++round) {
+    for (const char* schema : schemas) {
+      auto g = CompiledGrammar::FromJsonSchema(schema);
+      ASSERT_TRUE(g.ok()) << g.status().message();
+      GrammarMatcher m(*g, vocab_);
+      std::string bytes;
+      std::vector<uint32_t> mask(vocab_->bitmask_words());
+      for (int step = 0; step < 12 && !m.is_terminated(); ++step) {
+        m.fill_next_token_bitmask(mask.data());
+        ASSERT_EQ(mask, reference_mask(*g, bytes, false)) << schema << " after '" << bytes << "'";
+        ++n_checked;
+        std::vector<int32_t> ids;
+        for (size_t id = 0; id < vocab_->size(); ++id) {
+          if (allowed(mask, int32_t(id)) && !vocab_->is_end(int32_t(id))) ids.push_back(int32_t(id));
+        }
+        if (ids.empty()) break;
+        // Mostly short tokens, so that walks go through keys, strings and their ends.
+        int32_t pick = ids[rng() % ids.size()];
+        for (int t = 0; t < 4 && vocab_->bytes(pick).size() > 3; ++t) pick = ids[rng() % ids.size()];
+        ASSERT_TRUE(m.accept_token(pick));
+        bytes += vocab_->bytes(pick);
+      }
+    }
+  }
+  EXPECT_GE(n_checked, 60u);
+  // Later schemas (and the second round, with new caches) found frames computed before.
+  EXPECT_GT(vocab_->frame_masks().hits(), hits_before);
+}
+
+// The inside of a JSON string is one frame structure for every schema: after the first schema's
+// string, another schema's string (other keys, other nesting) computes no new frame mask.
+TEST_F(GrammarMatcherTest, StringInteriorFrameIsSharedBetweenSchemas) {
+  auto a = CompiledGrammar::FromJsonSchema(R"({"type": "object", "properties": {"alpha": {"type": "string"}},
+      "required": ["alpha"]})");
+  auto b = CompiledGrammar::FromJsonSchema(R"({"type": "array", "items": {"type": "object", "properties":
+      {"zz": {"type": "integer"}, "y": {"type": "string"}}, "required": ["zz", "y"]}})");
+  ASSERT_TRUE(a.ok() && b.ok());
+  std::vector<uint32_t> mask(vocab_->bitmask_words());
+  GrammarMatcher ma(*a, vocab_);
+  ASSERT_TRUE(ma.accept_bytes(R"({"alpha":"ab)"));
+  ma.fill_next_token_bitmask(mask.data());
+  EXPECT_EQ(mask, reference_mask(*a, R"({"alpha":"ab)", false));
+  const size_t stored = vocab_->frame_masks().size(), hits = vocab_->frame_masks().hits();
+  GrammarMatcher mb(*b, vocab_);
+  ASSERT_TRUE(mb.accept_bytes(R"([{"zz":1,"y":"q)"));
+  mb.fill_next_token_bitmask(mask.data());
+  EXPECT_EQ(mask, reference_mask(*b, R"([{"zz":1,"y":"q)", false));
+  EXPECT_EQ(vocab_->frame_masks().size(), stored);
+  EXPECT_EQ(vocab_->frame_masks().hits(), hits + 1);
+}
+
 TEST_F(GrammarMatcherTest, MatchersSharingACacheGetTheSameMasks) {
   auto g = CompiledGrammar::FromJsonSchema(R"({"type": "array", "items": {"type": "string"}})");
   ASSERT_TRUE(g.ok());
