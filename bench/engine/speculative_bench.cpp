@@ -12,6 +12,8 @@
 //                   (untimed): new sequences start from the server's recent (rejected) outcomes
 //   mtp, mtp-nogate the checkpoint's own MTP predictor (the model loaded a second time for
 //                   drafting), with and without the gate
+//   MODE-oldgate    any mode but plain with the gate not adaptive (DraftGateOptions::adaptive:
+//                   a fixed k and only the window pauses), for comparison
 // Decode is timed from the step after every request has its first token to the end: wall time,
 // process CPU time (all threads; the fair measure on a shared machine), output tokens, steps,
 // drafts, accepted drafts, accept length (1 + accepted / drafting steps), steps the gate held
@@ -23,6 +25,7 @@
 #include <CLI/CLI.hpp>
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -66,10 +69,19 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-Result<Run> run_mode(CausalLM& model, const BenchOptions& o, int n, const std::string& mode,
+Result<Run> run_mode(CausalLM& model, const BenchOptions& o, int n, const std::string& named_mode,
                      const std::map<uint64_t, std::vector<int32_t>>& plain_tokens) {
+  const std::string old_suffix = "-oldgate";
+  const bool old_gate = named_mode.size() > old_suffix.size() &&
+                        named_mode.compare(named_mode.size() - old_suffix.size(), old_suffix.size(), old_suffix) == 0;
+  const std::string mode = old_gate ? named_mode.substr(0, named_mode.size() - old_suffix.size()) : named_mode;
+  const std::vector<std::string> modes = {"plain", "ceiling", "ceiling-nocap", "wrong", "wrong-nogate",
+                                          "wrong-warm", "mtp", "mtp-nogate"};
+  if (std::find(modes.begin(), modes.end(), mode) == modes.end() || (old_gate && mode == "plain"))
+    return Status::Error("unknown mode " + named_mode);
   const bool mtp = mode.rfind("mtp", 0) == 0;
   EngineOptions eo;
+  eo.speculative_gate.adaptive = !old_gate;
   eo.kv_cache_memory_bytes = o.kv_cache_memory;
   eo.max_num_seqs = std::max(256, n);
   if (mode != "plain") {

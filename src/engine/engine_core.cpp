@@ -1,6 +1,7 @@
 #include "engine/engine_core.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/check.h"
 #include "engine/mtp_drafter.h"
@@ -110,9 +111,16 @@ void EngineCore::add(uint64_t request_id, Request request, std::shared_ptr<Outpu
 
 void EngineCore::step() {
   SchedulerOutput out = scheduler_.schedule();
-  add_drafts(out);
+  const double draft_seconds = add_drafts(out);
   DI_CHECK(!out.chunks.empty());
+  const auto forward_start = std::chrono::steady_clock::now();
   const std::span<const float> logits = runner_.execute(out);
+  if (draft_seconds > 0) {
+    int n_drafts = 0;
+    for (const ScheduledChunk& c : out.chunks) n_drafts += c.sample ? c.n_logit_rows - 1 : 0;
+    const std::chrono::duration<double> forward = std::chrono::steady_clock::now() - forward_start;
+    if (n_drafts > 0 && forward.count() > 0) draft_gate_.record_draft_cost(draft_seconds, n_drafts, forward.count());
+  }
   if (group_ && !group_->health().ok()) {
     finish_all(FinishReason::kError);
     return;
@@ -207,32 +215,35 @@ void EngineCore::set_drafter(std::unique_ptr<Drafter> drafter) {
   drafter_ = std::move(drafter);
 }
 
-void EngineCore::add_drafts(SchedulerOutput& out) {
-  if (!drafter_) return;
+double EngineCore::add_drafts(SchedulerOutput& out) {
+  if (!drafter_) return 0;
   auto decodes_one = [](const ScheduledChunk& c) {
     return c.sample && c.n_new == 1 && c.seq->n_uncomputed() == 1 && c.seq->n_pending_forks() == 0;
   };
   const auto n_decoding = std::count_if(out.chunks.begin(), out.chunks.end(), decodes_one);
-  if (n_decoding == 0 || n_decoding > options_.speculative_max_batch) return;
+  if (n_decoding == 0 || n_decoding > options_.speculative_max_batch) return 0;
   int budget = options_.max_num_batched_tokens - out.n_tokens();
-  if (budget <= 0) return;
+  if (budget <= 0) return 0;
   std::vector<ScheduledChunk*> chunks;
   std::vector<DraftTarget> targets;
   for (ScheduledChunk& c : out.chunks) {
     if (!decodes_one(c)) continue;
     const Sequence& seq = *c.seq;
     const RequestState& r = requests_.at(seq.request_id());
-    const int k = std::min({options_.num_speculative_tokens, r.max_tokens - seq.n_output() - 1,
-                            max_model_len_ - seq.n_tokens()});
-    if (k <= 0 || !draft_gate_.should_draft(seq.id())) continue;
+    const int k_max = std::min({options_.num_speculative_tokens, r.max_tokens - seq.n_output() - 1,
+                                max_model_len_ - seq.n_tokens()});
+    const int k = k_max <= 0 ? 0 : draft_gate_.draft_length(seq.id(), k_max);
+    if (k == 0) continue;
     chunks.push_back(&c);
     targets.push_back({&seq, k});
   }
-  if (targets.empty()) return;
+  if (targets.empty()) return 0;
   // A drafter may read the cache: the step's block copies (a fork's copied blocks) go first.
   cache_->copy_blocks(out.block_copies);
   out.block_copies.clear();
+  const auto draft_start = std::chrono::steady_clock::now();
   const std::vector<std::vector<int32_t>> drafts = drafter_->propose(targets);
+  const std::chrono::duration<double> draft_seconds = std::chrono::steady_clock::now() - draft_start;
   for (size_t i = 0; i < chunks.size() && budget > 0; ++i) {
     ScheduledChunk& c = *chunks[i];
     Sequence& seq = *c.seq;
@@ -248,6 +259,7 @@ void EngineCore::add_drafts(SchedulerOutput& out) {
     c.n_logit_rows = c.n_new;
     budget -= n_draft;
   }
+  return draft_seconds.count();
 }
 
 void EngineCore::emit(RequestState& r, Sequence& seq, SampledToken sampled, RequestTiming::Clock::time_point now) {

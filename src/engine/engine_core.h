@@ -20,8 +20,9 @@
 // prefix cache, so no filed block holds them; their KV slots are simply overwritten later. Drafts
 // are added after scheduling, to chunks that decode one token, only where the pool has the blocks
 // and the step the budget, so they never preempt or delay anything. Below the batch cap
-// (speculative_max_batch), a DraftGate (draft_gate.h) stops drafting for a sequence whose recent
-// drafts were mostly rejected, and probes again after a while.
+// (speculative_max_batch), a DraftGate (draft_gate.h) chooses each sequence's draft length from
+// its drafts' acceptance and the drafter's measured cost (timed per step against the forward
+// pass), stops drafting for a sequence whose drafts lose, and probes again after a while.
 // Under a grammar constraint (SequenceGrammars) drafts are verified the same way: each position
 // is sampled under the mask of the grammar state its accepted tokens lead to, and only sampled
 // tokens enter the matcher, so a rejected draft never does and needs no rollback.
@@ -151,7 +152,8 @@ class EngineCore {
   FinishReason stop_reason(const RequestState& r, int32_t last, int n_output) const;
   // Speculative decoding: extends the step's decode chunks with draft tokens (appended to their
   // sequences, blocks allocated, within the token budget) while few enough sequences decode.
-  void add_drafts(SchedulerOutput& out);
+  // Returns the seconds the drafter took (0 where nothing was proposed).
+  double add_drafts(SchedulerOutput& out);
   // Finishes one sample: frees its blocks and drops it from r.live (seq is destroyed).
   void finish_sample(RequestState& r, Sequence& seq, FinishReason reason, RequestTiming::Clock::time_point now);
   // Finishes every live sample of a request with `reason`, pushes their last updates, forgets it.

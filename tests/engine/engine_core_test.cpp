@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -19,6 +20,7 @@ EngineOptions small_options() {
   o.block_size = 16;
   o.max_num_batched_tokens = 64;
   o.kv_cache_memory_bytes = size_t(4096) * 2 * 24;  // 4096 bf16 tokens of the fake model
+  o.speculative_gate.measure_draft_cost = false;     // the gate's choices must not depend on timing
   return o;
 }
 
@@ -326,7 +328,8 @@ TEST(EngineCore, SpeculativeMtpDraftsFromTheModelAreVerifiedExactly) {
       const EngineStats st = core->stats();
       EXPECT_GT(st.n_draft_tokens, 0u) << what;
       EXPECT_EQ(st.n_accepted_draft_tokens, st.n_draft_tokens) << what;
-      EXPECT_LE(st.n_steps, uint64_t(1 + (39 + k) / (k + 1))) << what;  // prefill, then k + 1 tokens a step
+      // Prefill, the gate's ramp (k - 1 steps of fewer drafts), then k + 1 tokens a step.
+      EXPECT_LE(st.n_steps, uint64_t(1 + (k - 1) + (39 + k) / (k + 1))) << what;
     }
     for (int chunk : {64, 7}) {
       o.max_num_batched_tokens = chunk;
@@ -414,7 +417,8 @@ TEST(EngineCore, SpeculativeSamplingKeepsTheTargetDistribution) {
 }
 
 // A draft that is always right (the model repeats a cycle the prompt already shows) is accepted
-// whole: k + 1 tokens per step, and the same tokens as plain decoding.
+// whole: after the gate's ramp (1, 2, ... drafts) k + 1 tokens per step, and the same tokens as
+// plain decoding.
 TEST(EngineCore, AlwaysRightDraftsGiveKPlusOneTokensPerStep) {
   FakeCausalLM model(16);
   model.cycle = 5;
@@ -432,15 +436,24 @@ TEST(EngineCore, AlwaysRightDraftsGiveKPlusOneTokensPerStep) {
     EXPECT_EQ(st.n_accepted_at, st.n_drafts_at) << k;  // every position accepts
     EXPECT_GT(st.n_drafts_at[size_t(k - 1)], 0u) << k;
     EXPECT_EQ(st.n_drafts_at[size_t(k)], 0u) << k;
-    // 1 prefill step, then ceil(39 / (k + 1)) decode steps.
-    EXPECT_EQ(st.n_steps, 1 + (39 + uint64_t(k)) / uint64_t(k + 1)) << k;
+    // 1 prefill step, then decode steps of 1 + L tokens: L = 1, 2, .., k, k, ... (all accepted),
+    // at most what max_tokens leaves after the step's own token.
+    uint64_t n_decode_steps = 0;
+    for (int n_out = 1, length = 1; n_out < 40; ++n_decode_steps) {
+      const int n_drafts = std::min({length, k, 40 - n_out - 1});
+      n_out += 1 + n_drafts;
+      if (n_drafts > 0) length = n_drafts + 1;
+    }
+    EXPECT_LE(n_decode_steps, uint64_t(k - 1) + (39 + uint64_t(k)) / uint64_t(k + 1)) << k;
+    EXPECT_EQ(st.n_steps, 1 + n_decode_steps) << k;
   }
 }
 
 // A drafter that is never right (the fake model's drafts_wrong: the MTP path) stops drafting for
-// each sequence after the gate's window, then only probes once every probe_interval + 1 decode
-// steps: that bounds the steps that pay verification; a later request starts paused. Outputs stay
-// those of plain decoding; with the gate off (min_acceptance 0) every decode step drafts.
+// each sequence after the gate's window (fixed-length gate) or after its first rejected steps
+// (adaptive gate, 1 draft each), then only probes once every probe_interval + 1 decode steps: that
+// bounds the steps that pay verification; a later request starts paused. Outputs stay those of
+// plain decoding; with the gate off (min_acceptance 0) every decode step drafts.
 TEST(EngineCore, AlwaysWrongDraftsStopAfterTheWindow) {
   FakeCausalLM model;
   model.drafting = true;
@@ -452,7 +465,7 @@ TEST(EngineCore, AlwaysWrongDraftsStopAfterTheWindow) {
   EngineOptions o = small_options();
   o.speculative = SpeculativeMethod::kMtp;
   o.num_speculative_tokens = 3;
-  o.speculative_gate = {6, 0.4, 32};
+  o.speculative_gate = {6, 0.4, 32, false, 2, false};
   auto core = make_core(model, o);
   expect_same_outputs(plain, run_to_completion(*core, requests), "always-wrong drafts, gated");
   EngineStats st = core->stats();
@@ -466,6 +479,21 @@ TEST(EngineCore, AlwaysWrongDraftsStopAfterTheWindow) {
   run_to_completion(*core, {requests[0]}, 100);
   EXPECT_EQ(core->stats().n_drafts_at[0] - st.n_drafts_at[0], uint64_t(n_could / (32 + 1)));
 
+  // Adaptive: a sequence drafts 1 token on its first steps (2 at most: 1 once another sequence's
+  // rejection is on record), then probes of 1 token.
+  o.speculative_gate = {6, 0.4, 32, true, 2, false};
+  core = make_core(model, o);
+  expect_same_outputs(plain, run_to_completion(*core, requests), "always-wrong drafts, adaptive gate");
+  st = core->stats();
+  EXPECT_EQ(st.n_accepted_draft_tokens, 0u);
+  EXPECT_EQ(st.n_drafts_at[1], 0u);
+  EXPECT_EQ(st.n_draft_tokens, st.n_drafts_at[0]);
+  EXPECT_GE(st.n_drafts_at[0], uint64_t(n_seqs * (1 + (n_could - 2) / (32 + 1))));
+  EXPECT_LE(st.n_drafts_at[0], uint64_t(n_seqs * (2 + (n_could - 1) / (32 + 1))));
+  EXPECT_EQ(st.n_draft_paused_steps + st.n_drafts_at[0], uint64_t(n_seqs * n_could));
+  run_to_completion(*core, {requests[0]}, 100);
+  EXPECT_EQ(core->stats().n_drafts_at[0] - st.n_drafts_at[0], uint64_t(n_could / (32 + 1)));
+
   o.speculative_gate.min_acceptance = 0;
   core = make_core(model, o);
   expect_same_outputs(plain, run_to_completion(*core, requests), "always-wrong drafts, ungated");
@@ -475,26 +503,28 @@ TEST(EngineCore, AlwaysWrongDraftsStopAfterTheWindow) {
   model.drafting = false;
 }
 
-// The gate switching drafts on and off (a demanding threshold, short pauses) changes only which
-// positions are drafted: n-gram drafts on the varied workload, sampled and greedy, batched, in
-// steps of 64 and 24 tokens, give bitwise the outputs of plain decoding.
+// The gate switching drafts on and off and varying their length (a demanding threshold, short
+// pauses; adaptive and fixed-length) changes only which positions are drafted: n-gram drafts on
+// the varied workload, sampled and greedy, batched, in steps of 64 and 24 tokens, give bitwise
+// the outputs of plain decoding.
 TEST(EngineCore, GatedDraftingGivesExactlyThePlainOutputs) {
   FakeCausalLM model(6);
   const auto requests = varied_requests(24, 23, 6);
   const auto alone = run_alone(model, small_options(), requests);
-  for (int chunk : {64, 24}) {
+  for (int chunk : {64, 24}) for (bool adaptive : {true, false}) {
     EngineOptions o = small_options();
     o.speculative = SpeculativeMethod::kNgram;
     o.num_speculative_tokens = 3;
     o.speculative_max_batch = 64;
-    o.speculative_gate = {2, 0.9, 3};
+    o.speculative_gate = {adaptive ? 4 : 2, adaptive ? 0.2 : 0.9, adaptive ? 2 : 3, adaptive, 2, false};
     o.max_num_batched_tokens = chunk;
     auto core = make_core(model, o);
-    const std::string what = "gated ngram, chunk " + std::to_string(chunk);
+    const std::string what = "gated ngram, chunk " + std::to_string(chunk) + (adaptive ? ", adaptive" : "");
     expect_same_outputs(alone, run_to_completion(*core, requests), what.c_str());
     const EngineStats st = core->stats();
     EXPECT_GT(st.n_accepted_draft_tokens, 0u) << what;
     EXPECT_GT(st.n_draft_paused_steps, 0u) << what;
+    EXPECT_GT(st.n_drafts_at[1], 0u) << what;  // adaptive: some steps grew past 1 draft
   }
 }
 
