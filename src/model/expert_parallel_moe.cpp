@@ -86,24 +86,53 @@ Status ExpertParallelMoe::rebalance(const Rebind& rebind) {
 void ExpertParallelMoe::run(int layer, const float* x, int64_t ldx, int64_t m, int64_t hidden, int top_k,
                             const int32_t* ids, const float* weights, std::span<const MlpWeightRefs> experts,
                             const MlpWeightRefs* shared, float* y, int64_t ldy) {
+  // Each row through its one expert with weight 1 (the kernel's 0 + out * 1 is out), the kernel
+  // given only the experts the rows name.
+  const RoutedExperts routed = [&](const float* rx, int64_t rld, int64_t n, const int32_t* expert_ids, float* out) {
+    local_refs_.clear();
+    local_of_.assign(experts.size(), -1);
+    local_ids_.resize(size_t(n));
+    for (int64_t r = 0; r < n; ++r) {
+      int32_t& local = local_of_[size_t(expert_ids[r])];
+      if (local < 0) {
+        local = int32_t(local_refs_.size());
+        local_refs_.push_back(experts[size_t(expert_ids[r])]);
+      }
+      local_ids_[size_t(r)] = local;
+    }
+    ones_.assign(size_t(n), 1.0f);
+    backend_.moe({rx, rld, n, local_refs_.data(), int(local_refs_.size()), 1, local_ids_.data(), ones_.data(), nullptr,
+                  out, hidden});
+  };
+  SharedExperts shared_fn;
+  if (shared)  // as the kernel's shared group computes it: gate/up + SiLU, then down
+    shared_fn = [&](const float* sx, int64_t sld, int64_t n, float* out) {
+      const int64_t inter = shared->gate->n_out;
+      float* act = sized(shared_act_, size_t(n * inter));
+      backend_.swiglu({sx, sld, n, shared->gate, shared->up, act, inter});
+      backend_.linear({act, inter, n, shared->down, out, hidden});
+    };
+  run(layer, x, ldx, m, hidden, top_k, ids, weights, int(experts.size()), routed, shared_fn, y, ldy);
+}
+
+void ExpertParallelMoe::run(int layer, const float* x, int64_t ldx, int64_t m, int64_t hidden, int top_k,
+                            const int32_t* ids, const float* weights, int n_experts, const RoutedExperts& routed,
+                            const SharedExperts& shared, float* y, int64_t ldy) {
   const int i = index_of(layer);
   const ExpertPlacement& placement = placements_[size_t(i)];
-  DI_CHECK(int(experts.size()) == placement.n_experts() && top_k > 0);
+  DI_CHECK(n_experts == placement.n_experts() && top_k > 0);
   const size_t n_assign = size_t(m * top_k);
   for (size_t a = 0; a < n_assign; ++a) ++counts_[size_t(i)][size_t(ids[a])];
   if (load_) load_->add_routed(i, {ids, n_assign});
   // The shared experts run while the dispatched rows travel.
   Status s = start_dispatch(placement, x, ldx, m, hidden, top_k, ids);
   const float* shared_out = nullptr;
-  if (shared && m > 0) {  // as the kernel's shared group computes it: gate/up + SiLU, then down
-    const int64_t inter = shared->gate->n_out;
-    float* act = sized(shared_act_, size_t(m * inter));
+  if (shared && m > 0) {
     float* out = sized(shared_out_, size_t(m * hidden));
-    backend_.swiglu({x, ldx, m, shared->gate, shared->up, act, inter});
-    backend_.linear({act, inter, m, shared->down, out, hidden});
+    shared(x, ldx, m, out);
     shared_out = out;
   }
-  if (s.ok()) s = finish_dispatch_and_compute(placement, hidden, experts, int64_t(n_assign));
+  if (s.ok()) s = finish_dispatch_and_compute(placement, hidden, routed, int64_t(n_assign));
   if (!s.ok()) {
     group_.fail(s);
     for (int64_t r = 0; r < m; ++r) std::fill_n(y + r * ldy, hidden, 0.0f);
@@ -144,26 +173,25 @@ Status ExpertParallelMoe::start_dispatch(const ExpertPlacement& placement, const
 }
 
 Status ExpertParallelMoe::finish_dispatch_and_compute(const ExpertPlacement& placement, int64_t hidden,
-                                                      std::span<const MlpWeightRefs> experts, int64_t n_assign) {
+                                                      const RoutedExperts& routed, int64_t n_assign) {
   DI_RETURN_IF_ERROR(group_.exchange_finish());
   const int n_ranks = placement.n_ranks;
   const int64_t rec = dispatch_record_bytes(hidden, wire_), back = return_record_bytes(hidden, wire_);
   const int64_t n_received = int64_t(recv_.size()) / rec;
 
-  // This rank's slots on every received row (top_k 1, weight 1: the kernel's 0 + out * 1 is out).
+  // This rank's slots on every received row.
   const std::vector<int32_t> local_slots = placement.local_slots();
   local_index_.assign(size_t(placement.n_slots()), -1);
   for (size_t k = 0; k < local_slots.size(); ++k) local_index_[size_t(local_slots[k])] = int32_t(k);
   DI_ASSIGN_OR_RETURN(ReceivedRecords in, parse_dispatch(recv_, hidden, local_index_, wire_));
   back_send_.resize(size_t(n_received * back));
   if (in.n > 0) {
-    local_refs_.clear();
-    for (const int32_t s : local_slots) local_refs_.push_back(experts[size_t(placement.slot_expert[size_t(s)])]);
-    ones_.assign(size_t(in.n), 1.0f);
+    record_experts_.resize(size_t(in.n));
+    for (int64_t r = 0; r < in.n; ++r)
+      record_experts_[size_t(r)] = placement.slot_expert[size_t(local_slots[size_t(in.local_ids[size_t(r)])])];
     float* out = wire_ == DType::F32 ? reinterpret_cast<float*>(back_send_.data())
                                      : sized(expert_out_, size_t(in.n * hidden));
-    backend_.moe({in.x, in.ldx, in.n, local_refs_.data(), int(local_refs_.size()), 1, in.local_ids.data(), ones_.data(),
-                  nullptr, out, hidden});
+    routed(in.x, in.ldx, in.n, record_experts_.data(), out);
     if (wire_ != DType::F32) rows_to_wire(out, hidden, in.n, hidden, wire_, back_send_.data());
   }
   if (load_) load_->add_computed(in.n);

@@ -35,6 +35,12 @@ class ExpertParallelMoe {
  public:
   // Binds exactly `held` (ascending expert ids) of model layer `layer`, dropping the others.
   using Rebind = std::function<Status(int layer, std::span<const int32_t> held)>;
+  // Computes, for n rows x [n, ldx], row i's output of routed expert expert_ids[i] (before the
+  // routing weight) into out [n, hidden]; each row's result must not depend on the others.
+  using RoutedExperts =
+      std::function<void(const float* x, int64_t ldx, int64_t n, const int32_t* expert_ids, float* out)>;
+  // Computes the shared experts' output of m rows x [m, ldx] into out [m, hidden].
+  using SharedExperts = std::function<void(const float* x, int64_t ldx, int64_t m, float* out)>;
 
   // moe_layers: the model's MoE layer indices; every one starts with `initial`. load: where this
   // rank's loads are published, or null. n_expert_groups: the router's expert groups (n_group).
@@ -55,6 +61,12 @@ class ExpertParallelMoe {
   void run(int layer, const float* x, int64_t ldx, int64_t m, int64_t hidden, int top_k, const int32_t* ids,
            const float* weights, std::span<const MlpWeightRefs> experts, const MlpWeightRefs* shared, float* y,
            int64_t ldy);
+  // The same with the experts computed by the model (e.g. DeepSeek-V4's clamped SwiGLU):
+  // n_experts: the layer's routed experts; `routed` is called on this rank's received rows, for
+  // held experts only; shared may be empty (no shared experts).
+  void run(int layer, const float* x, int64_t ldx, int64_t m, int64_t hidden, int top_k, const int32_t* ids,
+           const float* weights, int n_experts, const RoutedExperts& routed, const SharedExperts& shared, float* y,
+           int64_t ldy);
 
  private:
   int index_of(int layer) const;
@@ -62,8 +74,8 @@ class ExpertParallelMoe {
   Status start_dispatch(const ExpertPlacement& placement, const float* x, int64_t ldx, int64_t m, int64_t hidden,
                         int top_k, const int32_t* ids);
   // Waits for the records, runs this rank's slots on them and exchanges the outputs back.
-  Status finish_dispatch_and_compute(const ExpertPlacement& placement, int64_t hidden,
-                                     std::span<const MlpWeightRefs> experts, int64_t n_assign);
+  Status finish_dispatch_and_compute(const ExpertPlacement& placement, int64_t hidden, const RoutedExperts& routed,
+                                     int64_t n_assign);
   Status rebalance(const Rebind& rebind);
 
   ExpertGroup& group_;
@@ -83,6 +95,7 @@ class ExpertParallelMoe {
   std::vector<int32_t> local_index_;  // [n_slots]: index in local_slots(), or -1
   std::vector<uint8_t> send_, recv_, back_send_, back_recv_;
   std::vector<int64_t> n_recv_, send_bytes_, recv_bytes_;
+  std::vector<int32_t> record_experts_, local_of_, local_ids_;
   std::vector<MlpWeightRefs> local_refs_;
   std::vector<float> ones_, shared_act_, shared_out_, expert_out_, back_f32_;
 };

@@ -10,9 +10,10 @@ namespace {
 
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
 
-// out [m, hidden] = w2(act(w1 x, w3 x)) for the rows x [m, hidden]; limit 0: no clamp.
-void expert_mlp(Backend& backend, const ExpertWeights& e, const float* x, int64_t m, int64_t hidden, float limit,
-                float* out, ClampedMoeScratch& s) {
+}  // namespace
+
+void clamped_expert_mlp(Backend& backend, const ExpertWeights& e, const float* x, int64_t m, int64_t hidden,
+                        float limit, float* out, ClampedMoeScratch& s) {
   const int64_t inter = e.w1.n_out;
   if (s.gate.size() < size_t(m * inter)) s.gate.resize(size_t(m * inter));
   if (s.up.size() < size_t(m * inter)) s.up.resize(size_t(m * inter));
@@ -28,8 +29,6 @@ void expert_mlp(Backend& backend, const ExpertWeights& e, const float* x, int64_
   }
   backend.linear({s.gate.data(), inter, m, &e.w2, out, hidden});
 }
-
-}  // namespace
 
 void clamped_moe(Backend& backend, const std::vector<ExpertWeights>& experts, const ExpertWeights* shared,
                  float swiglu_limit, const float* x, int64_t n, int64_t hidden, int top_k, const int32_t* ids,
@@ -49,7 +48,7 @@ void clamped_moe(Backend& backend, const std::vector<ExpertWeights>& experts, co
     s.x.resize(size_t(m * hidden));
     s.out.resize(size_t(m * hidden));
     for (int64_t i = 0; i < m; ++i) std::copy_n(x + (s.rows[size_t(i)] / top_k) * hidden, hidden, s.x.data() + i * hidden);
-    expert_mlp(backend, experts[size_t(e)], s.x.data(), m, hidden, swiglu_limit, s.out.data(), s);
+    clamped_expert_mlp(backend, experts[size_t(e)], s.x.data(), m, hidden, swiglu_limit, s.out.data(), s);
     for (int64_t i = 0; i < m; ++i)
       std::copy_n(s.out.data() + i * hidden, hidden, s.acc.data() + size_t(s.rows[size_t(i)]) * size_t(hidden));
   }
@@ -69,7 +68,7 @@ void clamped_moe(Backend& backend, const std::vector<ExpertWeights>& experts, co
   }
   if (shared) {
     s.out.resize(size_t(n * hidden));
-    expert_mlp(backend, *shared, x, n, hidden, shared_limit, s.out.data(), s);
+    clamped_expert_mlp(backend, *shared, x, n, hidden, shared_limit, s.out.data(), s);
     for (int64_t i = 0; i < n * hidden; ++i) y[i] += s.out[size_t(i)];
   }
 }

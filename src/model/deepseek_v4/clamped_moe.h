@@ -24,6 +24,11 @@ struct ClampedMoeScratch {
   std::vector<int32_t> rows;
 };
 
+// One expert on m rows: out [m, hidden] = w2(silu(min(w1 x, L)) * clamp(w3 x, -L, L)) for
+// x [m, hidden]; limit 0: no clamp. Each row's result does not depend on the others.
+void clamped_expert_mlp(Backend& backend, const ExpertWeights& e, const float* x, int64_t m, int64_t hidden,
+                        float limit, float* out, ClampedMoeScratch& s);
+
 // x: [n, hidden]; ids, weights: [n, top_k]; y: [n, hidden]. shared may be nullptr; shared_limit
 // clamps it as the routed experts (0: no clamp).
 void clamped_moe(Backend& backend, const std::vector<ExpertWeights>& experts, const ExpertWeights* shared,

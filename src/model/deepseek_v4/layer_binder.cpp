@@ -42,10 +42,14 @@ SqrtSoftplusRouter V4LayerBinder::router() const {
   return r;
 }
 
-std::vector<ExpertWeights> V4LayerBinder::routed_experts(const std::string& p) {
+std::vector<ExpertWeights> V4LayerBinder::routed_experts(const std::string& p, const ExpertPlacement* placement) {
   const int64_t d = fields_.hidden_size, inter = fields_.moe_intermediate_size;
   std::vector<ExpertWeights> experts;
   for (int e = 0; e < fields_.n_routed_experts && status().ok(); ++e) {
+    if (placement && !placement->holds(e)) {
+      experts.emplace_back();
+      continue;
+    }
     const std::string q = p + "ffn.experts." + std::to_string(e) + ".";
     experts.push_back({linear(q + "w1", inter, d, true), linear(q + "w3", inter, d, true), linear(q + "w2", d, inter, true)});
   }

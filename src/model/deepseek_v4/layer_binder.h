@@ -16,6 +16,7 @@
 #include "model/deepseek_v4/hyper_connection.h"
 #include "model/deepseek_v4/indexer.h"
 #include "model/deepseek_v4/sqrtsoftplus_router.h"
+#include "model/expert_group.h"
 
 namespace deepinfer {
 
@@ -48,8 +49,9 @@ class V4LayerBinder : public BlockScaledBinder {
   // The router's sizes and routed_scaling_factor; its bias or tid2eid and V4.1's gate_temp are
   // the caller's.
   SqrtSoftplusRouter router() const;
-  // ffn.experts.E.{w1,w3,w2} for E < n_routed_experts (FP4 allowed).
-  std::vector<ExpertWeights> routed_experts(const std::string& p);
+  // ffn.experts.E.{w1,w3,w2} for E < n_routed_experts (FP4 allowed). With a placement (expert
+  // parallelism) only the experts it holds are read (and expanded); the others stay unbound.
+  std::vector<ExpertWeights> routed_experts(const std::string& p, const ExpertPlacement* placement = nullptr);
   // ffn.shared_experts.{w1,w3,w2}, n_shared_experts * moe_intermediate_size wide.
   ExpertWeights shared_experts(const std::string& p);
 

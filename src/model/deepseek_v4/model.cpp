@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "core/check.h"
 #include "model/deepseek/yarn_rope.h"
@@ -33,7 +34,17 @@ Result<std::unique_ptr<DeepseekV4Model>> DeepseekV4Model::Load(const std::string
     return Status::Error("activation dtype must be f32 or bf16");
   DI_ASSIGN_OR_RETURN(DeepseekV4Config config, DeepseekV4Config::Load(model_dir));
   DI_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(model_dir));
-  DI_ASSIGN_OR_RETURN(auto weights, DeepseekV4Weights::Bind(ckpt, config, model_dir));
+  std::optional<ExpertPlacement> placement;
+  if (ExpertGroup* group = options.expert_group) {
+    if (options.eplb.redundant_experts > 0 || options.eplb.interval > 0)
+      return Status::Error("--expert-parallel: " + config.architecture +
+                           " does not rebalance experts (EPLB) yet; run it without redundant experts and rebalancing");
+    if (options.mtp_drafting)
+      return Status::Error("MTP drafting (--speculative mtp) does not run with expert parallelism");
+    DI_ASSIGN_OR_RETURN(ExpertPlacement p, ExpertPlacement::contiguous(config.n_routed_experts, group->size(), group->rank()));
+    placement = std::move(p);
+  }
+  DI_ASSIGN_OR_RETURN(auto weights, DeepseekV4Weights::Bind(ckpt, config, model_dir, placement ? &*placement : nullptr));
   if (options.activation_dtype == DType::BF16) weights->use_bf16_activations();
   auto model = std::unique_ptr<DeepseekV4Model>(
       new DeepseekV4Model(std::move(config), std::move(ckpt), std::move(weights), backend));
@@ -41,6 +52,13 @@ Result<std::unique_ptr<DeepseekV4Model>> DeepseekV4Model::Load(const std::string
   if (options.mtp_drafting) {
     DI_ASSIGN_OR_RETURN(V4MtpBlock block, V4MtpBlock::make(*model));
     model->mtp_ = std::make_unique<V4MtpBlock>(std::move(block));
+  }
+  if (placement) {  // every main layer is an MoE layer
+    std::vector<int32_t> moe_layers(size_t(model->config_.num_hidden_layers));
+    for (size_t l = 0; l < moe_layers.size(); ++l) moe_layers[l] = int32_t(l);
+    model->ep_ = std::make_unique<ExpertParallelMoe>(*options.expert_group, std::move(moe_layers), *placement,
+                                                     options.eplb, 1, options.expert_load, backend,
+                                                     options.expert_wire_dtype);
   }
   return model;
 }
@@ -100,7 +118,12 @@ void DeepseekV4Model::forward_with_streams(const ForwardBatch& b, const KvCacheV
     DI_CHECK(b.token_ids[size_t(r)] >= 0 && b.token_ids[size_t(r)] < c.vocab_size);
     DI_CHECK(b.positions[size_t(r)] >= 0 && b.positions[size_t(r)] < c.max_position_embeddings);
   }
-  if (n == 0) return;
+  if (ep_) ep_->begin_forward([](int, std::span<const int32_t>) { return Status::Error("no EPLB"); });
+  if (n == 0) {  // an idle rank of an expert-parallel group still takes part in every MoE exchange
+    if (ep_)
+      for (int l = 0; l < c.num_hidden_layers; ++l) ffn(l, b, nullptr, nullptr);
+    return;
+  }
   int32_t* row_seq = sized(s_.row_seq, size_t(n));
   for (size_t si = 0; si < b.seqs.size(); ++si)
     for (int32_t i = 0; i < b.seqs[si].n_new; ++i) row_seq[b.seqs[si].row_begin + i] = int32_t(si);
@@ -321,10 +344,28 @@ void DeepseekV4Model::ffn(int layer, const ForwardBatch& b, const float* xn, flo
   const V4BlockWeights& L = weights_->layers[size_t(layer)];
   const int64_t n = int64_t(b.n_rows()), d = c.hidden_size, E = c.n_routed_experts, k = c.num_experts_per_tok;
   float* logits = sized(s_.logits, size_t(n * E));
-  backend_.linear({xn, d, n, &L.gate, logits, E});
+  if (n > 0) backend_.linear({xn, d, n, &L.gate, logits, E});
   int32_t* ids = sized(s_.expert_ids, size_t(n * k));
   float* weights = sized(s_.expert_weights, size_t(n * k));
   for (int64_t r = 0; r < n; ++r) L.router.route(logits + r * E, b.token_ids[size_t(r)], ids + r * k, weights + r * k);
+  if (ep_) {
+    // Each received row through its one expert with weight 1 (clamped_moe's 0 + out * 1 is out).
+    const auto routed = [&](const float* x, int64_t ldx, int64_t m, const int32_t* expert_ids, float* y) {
+      float* packed = sized(s_.ep_x, size_t(m * d));
+      for (int64_t r = 0; r < m; ++r) std::copy_n(x + r * ldx, d, packed + r * d);
+      float* ones = sized(s_.ep_ones, size_t(m));
+      std::fill_n(ones, m, 1.0f);
+      clamped_moe(backend_, L.experts, nullptr, float(c.swiglu_limit), packed, m, d, 1, expert_ids, ones, y, s_.moe);
+    };
+    ExpertParallelMoe::SharedExperts shared;
+    if (L.has_shared)  // unclamped, as clamped_moe runs it
+      shared = [&](const float* x, int64_t ldx, int64_t m, float* y) {
+        DI_CHECK(ldx == d);
+        clamped_expert_mlp(backend_, L.shared, x, m, d, 0.0f, y, s_.moe);
+      };
+    ep_->run(layer, xn, d, n, d, int(k), ids, weights, int(E), routed, shared, out, d);
+    return;
+  }
   clamped_moe(backend_, L.experts, L.has_shared ? &L.shared : nullptr, float(c.swiglu_limit), xn, n, d, int(k), ids,
               weights, out, s_.moe);
 }

@@ -18,6 +18,7 @@
 #include "model/deepseek_v4/clamped_moe.h"
 #include "model/deepseek_v4/config.h"
 #include "model/deepseek_v4/weights.h"
+#include "model/expert_parallel_moe.h"
 #include "model/safetensors.h"
 
 namespace deepinfer {
@@ -26,6 +27,11 @@ class V4MtpBlock;
 
 class DeepseekV4Model final : public CausalLM {
  public:
+  // With options.expert_group, this rank binds only its slice of every main layer's routed
+  // experts (FP4 ones expanded for those only) and runs the MoE layers across the group
+  // (expert_parallel_moe.h): rows are routed here (the hash-routed layers by token id), the
+  // clamped experts run on the rank holding them, and the combine keeps clamped_moe's order, so
+  // outputs are bitwise one process's. Not with EPLB or MTP drafting (errors).
   // With options.mtp_drafting, the MTP block mtp.0 drafts (an error if the checkpoint has none):
   // kv_kinds then has the MTP kinds (cache_slots.h), forward writes them, and draft() reads them.
   static Result<std::unique_ptr<DeepseekV4Model>> Load(const std::string& model_dir, const ModelOptions& options,
@@ -77,6 +83,7 @@ class DeepseekV4Model final : public CausalLM {
   std::vector<float> compress_inv_freq_;  // [rope / 2] compress_rope_theta with YaRN
   CausalLMInfo info_;
   std::unique_ptr<V4MtpBlock> mtp_;  // drafting only (ModelOptions::mtp_drafting)
+  std::unique_ptr<ExpertParallelMoe> ep_;  // with ModelOptions::expert_group: routed experts across ranks
 
   struct Scratch {  // reused across steps; sized on demand
     std::vector<float> streams, y, xn, out, post, comb, mixes, qr, q, kv, o, og, ckv, cscore, iq, iw, logits,
@@ -87,6 +94,7 @@ class DeepseekV4Model final : public CausalLM {
     std::vector<float> mtp_h, mtp_kv;         // write_mtp_state: h_{p-1} and K=V per row
     std::vector<int32_t> mtp_ids, mtp_positions, mtp_rows;
     ClampedMoeScratch moe;
+    std::vector<float> ep_x, ep_ones;  // expert parallelism: received rows packed [n, hidden], weights 1
   } s_;
 };
 

@@ -47,7 +47,7 @@ class V4WeightBinder : public V4LayerBinder {
     return cw;
   }
 
-  V4BlockWeights block(const std::string& p, int ratio, bool hashed) {
+  V4BlockWeights block(const std::string& p, int ratio, bool hashed, const ExpertPlacement* placement = nullptr) {
     const int64_t d = c_.hidden_size, hd = c_.head_dim, n_hc = c_.hc_mult;
     V4BlockWeights B;
     B.attn_norm = floats(p + "attn_norm.weight", {d});
@@ -66,7 +66,7 @@ class V4WeightBinder : public V4LayerBinder {
     B.router = router();
     if (hashed) B.router.tid2eid = tid2eid(p + "ffn.gate.tid2eid");
     else B.router.bias = floats(p + "ffn.gate.bias", {c_.n_routed_experts});
-    B.experts = routed_experts(p);
+    B.experts = routed_experts(p, placement);
     B.has_shared = c_.n_shared_experts > 0;
     if (B.has_shared) B.shared = shared_experts(p);
     return B;
@@ -77,13 +77,15 @@ class V4WeightBinder : public V4LayerBinder {
 };
 
 Result<std::unique_ptr<DeepseekV4Weights>> DeepseekV4Weights::Bind(const Checkpoint& ckpt, const DeepseekV4Config& c,
-                                                                   const std::string& model_dir) {
+                                                                   const std::string& model_dir,
+                                                                   const ExpertPlacement* placement) {
   auto w = std::make_unique<DeepseekV4Weights>();
   V4WeightBinder b(ckpt, c, model_dir, *w);
   const int64_t d = c.hidden_size;
   w->embed = b.linear("embed", c.vocab_size, d);
   for (int i = 0; i < c.num_hidden_layers && b.status().ok(); ++i)
-    w->layers.push_back(b.block("layers." + std::to_string(i) + ".", c.compress_ratio(i), c.is_hash_layer(i)));
+    w->layers.push_back(
+        b.block("layers." + std::to_string(i) + ".", c.compress_ratio(i), c.is_hash_layer(i), placement));
   w->hc_head = b.hc("hc_head", c.hc_mult, 1);
   w->norm = b.floats("norm.weight", {d});
   w->head = c.tie_word_embeddings ? w->embed : b.linear("head", c.vocab_size, d);

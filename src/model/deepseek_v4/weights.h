@@ -18,6 +18,7 @@
 #include "model/deepseek_v4/hyper_connection.h"
 #include "model/deepseek_v4/indexer.h"
 #include "model/deepseek_v4/sqrtsoftplus_router.h"
+#include "model/expert_group.h"
 #include "model/safetensors.h"
 
 namespace deepinfer {
@@ -66,8 +67,11 @@ struct DeepseekV4Weights {
   size_t n_params = 0;  // parameters in the checkpoint (FP4: two per byte), MTP included
   size_t n_bytes = 0;   // their stored bytes
 
+  // With a placement (expert parallelism), only the routed experts it holds are bound (and, FP4,
+  // expanded); the others are left unbound (null data) in every main layer.
   static Result<std::unique_ptr<DeepseekV4Weights>> Bind(const Checkpoint& ckpt, const DeepseekV4Config& c,
-                                                         const std::string& model_dir);
+                                                         const std::string& model_dir,
+                                                         const ExpertPlacement* placement = nullptr);
 
   // Sets act_dtype BF16 on every bf16 linear weight of the main layers and the head
   // (ModelOptions::activation_dtype): projections, compressors, indexer, experts (FP4 ones are

@@ -122,13 +122,6 @@ def test_rank_count_mismatch_is_a_clear_error(deepinfer_bin):
     assert "--expert-parallel 1: must equal the number of MPI processes, which is 2" in out.stderr
 
 
-def test_models_without_expert_parallelism_refuse_it(deepinfer_bin):
-    path = ROOT / "tests" / "data" / "models" / "tiny-v4"
-    out = generate(mpirun(2) + [deepinfer_bin], path, "--prompt-ids", "1,2", "--expert-parallel", "2")
-    assert out.returncode != 0
-    assert "DeepseekV4ForCausalLM does not run expert-parallel yet" in out.stderr
-
-
 def skewed_checkpoint(out):
     """tiny-v3 with its routers' e_score_correction_bias raised by 2 for experts 0-3: selection
     (biased scores, group-limited) then picks them for nearly every token, all on rank 0 of 4
