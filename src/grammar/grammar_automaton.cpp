@@ -153,19 +153,47 @@ int32_t GrammarAutomaton::step_slow(int32_t state, uint8_t byte) {
 int32_t GrammarAutomaton::detach(int32_t state) {
   DI_CHECK(state >= 0 && size_t(state) < states_.size());
   if (!status_.ok()) return kDead;
+  const State s = states_[size_t(state)];
+  // The cut: the deepest node on the path to the bottom of every leaf's grandparent (or of the
+  // leaf's shallowest non-bottom frame).
+  auto anchor = [&](uint32_t id) {
+    for (int up = 0; up < 2 && nodes_[id].parent != 0; ++up) id = nodes_[id].parent;
+    return id;
+  };
+  std::vector<uint32_t> path;  // from the first anchor to the bottom
+  for (uint32_t id = anchor(leaves_[s.first_leaf]);; id = nodes_[id].parent) {
+    path.push_back(id);
+    if (id == 0) break;
+  }
+  size_t common = 0;  // index in path of the deepest node common to all anchors so far
+  ++generation_;
+  for (size_t i = 0; i < path.size(); ++i) mark_[path[i]] = generation_;
+  for (uint32_t i = 1; i < s.n_leaves; ++i) {
+    uint32_t id = anchor(leaves_[s.first_leaf + i]);
+    while (mark_[id] != generation_) id = nodes_[id].parent;
+    common = std::max(common, size_t(std::find(path.begin(), path.end(), id) - path.begin()));
+  }
+  const uint32_t top = path[common];
+  const uint32_t bottom = top == 0 ? 0 : kOpenRest;
   scratch_leaves_.clear();
   scratch_accept_ = false;
   scratch_open_ = false;
-  const State s = states_[size_t(state)];
+  std::vector<uint32_t> chain;
   for (uint32_t i = 0; i < s.n_leaves; ++i) {
-    const uint32_t id = intern_node(nodes_[leaves_[s.first_leaf + i]].pos, kOpenRest);
-    if (id == UINT32_MAX) return kDead;
+    chain.clear();
+    for (uint32_t id = leaves_[s.first_leaf + i]; id != 0; id = nodes_[id].parent) {
+      chain.push_back(nodes_[id].pos);
+      if (id == top) break;
+    }
+    uint32_t id = bottom;
+    for (size_t k = chain.size(); k-- > 0;) {
+      id = intern_node(chain[k], id);
+      if (id == UINT32_MAX) return kDead;
+    }
     scratch_leaves_.push_back(id);
   }
-  scratch_leaves_.erase(std::unique((std::sort(scratch_leaves_.begin(), scratch_leaves_.end()),
-                                     scratch_leaves_.begin()),
-                                    scratch_leaves_.end()),
-                        scratch_leaves_.end());
+  std::sort(scratch_leaves_.begin(), scratch_leaves_.end());
+  scratch_leaves_.erase(std::unique(scratch_leaves_.begin(), scratch_leaves_.end()), scratch_leaves_.end());
   const int32_t detached = intern_state();
   return status_.ok() ? detached : kDead;
 }
@@ -192,11 +220,20 @@ std::string GrammarAutomaton::frame_key(int32_t state) const {
       }
     }
   };
-  std::vector<uint32_t> positions;
-  for (uint32_t i = 0; i < s.n_leaves; ++i) positions.push_back(nodes_[leaves_[s.first_leaf + i]].pos);
-  std::sort(positions.begin(), positions.end());
+  // Per leaf, its frames' positions from the top, then 0 for the real bottom or 1 for the rest.
+  std::vector<std::vector<uint32_t>> chains;
+  for (uint32_t i = 0; i < s.n_leaves; ++i) {
+    std::vector<uint32_t>& chain = chains.emplace_back();
+    uint32_t id = leaves_[s.first_leaf + i];
+    for (; id != 0 && id != kOpenRest; id = nodes_[id].parent) chain.push_back(nodes_[id].pos);
+    chain.push_back(id == 0 ? 0 : 1);
+  }
+  std::sort(chains.begin(), chains.end());
   key += s.accept ? 'A' : s.open ? 'O' : '-';
-  for (uint32_t pos : positions) put_rest(pos);
+  for (const std::vector<uint32_t>& chain : chains) {
+    for (size_t k = 0; k + 1 < chain.size(); ++k) put_rest(chain[k]);
+    key += chain.back() == 0 ? 'Z' : 'U';
+  }
   for (size_t q = 0; q < queue.size(); ++q) {
     const Rule& rule = g.rules[queue[q]];
     key += 'R';

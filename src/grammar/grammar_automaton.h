@@ -9,8 +9,11 @@
 // References in tail position replace their frame instead of pushing one, so repetitions run in
 // constant stack depth and a regular grammar runs as a DFA built on the fly.
 //
-// Detached states: a state's leaves with everything below their own frames replaced by an
-// unknown rest (detach()). Stepping a detached state is exact while no parse pops into that rest;
+// Detached states: a state's parse stacks cut below their top frames, the rest replaced by an
+// unknown rest (detach()). The cut is the parent of the deepest frame that every leaf's
+// grandparent frame (or the leaf, when shallower) lies on, so that, e.g., inside a JSON string
+// the character, its repetition and the closing quote are kept and what follows the string is
+// not. Stepping a detached state is exact while no parse pops into that rest;
 // a parse that does marks the state open(), where the real answer depends on the stack below.
 // What a detached state does is fixed by frame_key(), a text naming only the grammar reachable
 // from its leaves, so grammars with the same such structure share what is computed from it.
@@ -66,14 +69,14 @@ class GrammarAutomaton {
   static constexpr uint32_t kFar = UINT32_MAX;
   uint32_t bytes_to_accept(int32_t state) const;
   size_t n_states() const { return states_.size(); }
-  // The detached state of `state` (not kDead): its leaves' positions over the unknown rest. kDead
-  // past a limit.
+  // The detached state of `state` (not kDead): its stacks' top frames (above the cut) over the
+  // unknown rest. kDead past a limit.
   int32_t detach(int32_t state);
   // Whether some parse of `state` (reached from a detached state) popped into the unknown rest.
   bool open(int32_t state) const { return states_[size_t(state)].open; }
-  // A grammar-independent description of what `state` matches within its leaves' frames: each
-  // leaf's remaining elements and every rule reachable from them, rules renumbered in order of
-  // discovery. Equal keys (of detached states) mean equal behaviour, whatever the grammars.
+  // A grammar-independent description of what `state` matches within its stacks: per leaf, each
+  // frame's remaining elements down to the unknown rest (or the real bottom), then every rule
+  // reachable from them, rules renumbered in order of discovery. Equal keys (of detached states) mean equal behaviour, whatever the grammars.
   std::string frame_key(int32_t state) const;
   const Status& status() const { return status_; }
 
