@@ -74,6 +74,7 @@ std::shared_ptr<const FrameMask> GrammarMaskCache::frame_mask(int32_t state) {
     frame = store.insert(key, std::move(frame));
   }
   frame_of_.emplace(detached, frame);
+  frame_bytes_ += frame->bytes();
   return frame;
 }
 
@@ -167,9 +168,11 @@ void GrammarMaskCache::fill_mask(int32_t state, uint32_t* bitmask) {
     set_end_bits(bitmask);
     return;
   }
-  if ((masks_.size() + words) * sizeof(uint32_t) > options_.mask_cache_bytes) {
+  if ((masks_.size() + words) * sizeof(uint32_t) + frame_bytes_ > options_.mask_cache_bytes) {
     masks_.clear();
     mask_slot_.clear();
+    frame_of_.clear();
+    frame_bytes_ = 0;
   }
   mask_slot_.emplace(state, masks_.size());
   masks_.insert(masks_.end(), bitmask, bitmask + words);

@@ -10,11 +10,11 @@
 // walking the vocabulary's byte trie with the state's detached automaton state (a subtree is
 // skipped at its first dead byte, and taken whole when all its bytes loop back to the state the
 // walk starts from). Then the few trie subtrees where a parse pops out of the frames are walked
-// with the real state, and the end ids are set where the state accepts. The cache is
-// bounded (MatcherOptions::mask_cache_bytes; cleared when full) as the automaton is
-// (AutomatonLimits); past a limit, status() fails for every matcher sharing it, and whoever keeps
-// caches by schema should give new sequences a new cache (states accumulate over the sequences
-// a cache serves).
+// with the real state, and the end ids are set where the state accepts. The cache is bounded
+// (MatcherOptions::mask_cache_bytes, the frame masks it holds included; cleared when full) as the
+// automaton is (AutomatonLimits); past a limit, status() fails for every matcher sharing it,
+// and whoever keeps caches by schema should give new sequences a new cache (states accumulate
+// over the sequences a cache serves).
 // Thread-safe: one mutex guards all of it (a mask computation holds it for its duration).
 #pragma once
 
@@ -76,6 +76,7 @@ class GrammarMaskCache {
   std::unordered_map<int32_t, size_t> mask_slot_;  // state -> offset in masks_
   std::vector<uint32_t> masks_;
   std::unordered_map<int32_t, std::shared_ptr<const FrameMask>> frame_of_;  // detached state ->
+  size_t frame_bytes_ = 0;  // of the frame masks frame_of_ holds, counted in mask_cache_bytes
   std::vector<int32_t> walk_states_;  // per trie depth
   std::string path_;                  // the walk's bytes, per trie depth
 };

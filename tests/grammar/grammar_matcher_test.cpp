@@ -206,6 +206,28 @@ TEST_F(GrammarMatcherTest, StringInteriorFrameIsSharedBetweenSchemas) {
   EXPECT_EQ(vocab_->frame_masks().hits(), hits + 1);
 }
 
+// A mask cache too small for one mask (frame masks counted in it) clears at every miss and still
+// gives exact masks.
+TEST_F(GrammarMatcherTest, TinyMaskCacheStillGivesExactMasks) {
+  auto g = CompiledGrammar::FromJsonSchema(R"({"type": "object", "properties": {"s": {"type": "string"},
+      "a": {"type": "array", "items": {"type": "string"}}}, "required": ["s", "a"]})");
+  ASSERT_TRUE(g.ok());
+  MatcherOptions options;
+  options.mask_cache_bytes = 1;
+  GrammarMatcher m(*g, vocab_, options);
+  std::vector<uint32_t> mask(vocab_->bitmask_words());
+  std::string bytes;
+  for (const char* piece : {"{\"s\":\"", "x y", "\",\"a\":[\"", "q", "\",\""}) {
+    ASSERT_TRUE(m.accept_bytes(piece)) << piece;
+    bytes += piece;
+    for (int again = 0; again < 2; ++again) {
+      m.fill_next_token_bitmask(mask.data());
+      ASSERT_EQ(mask, reference_mask(*g, bytes, false)) << bytes;
+    }
+  }
+  EXPECT_EQ(m.cache()->n_cached_masks(), 1u);
+}
+
 TEST_F(GrammarMatcherTest, MatchersSharingACacheGetTheSameMasks) {
   auto g = CompiledGrammar::FromJsonSchema(R"({"type": "array", "items": {"type": "string"}})");
   ASSERT_TRUE(g.ok());
