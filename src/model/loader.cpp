@@ -31,9 +31,6 @@ Result<std::string> config_architecture(const std::string& model_dir) {
 Result<std::unique_ptr<CausalLM>> load_causal_lm(const std::string& model_dir, const ModelOptions& options,
                                                  Backend& backend) {
   DI_ASSIGN_OR_RETURN(const std::string architecture, config_architecture(model_dir));
-  if (options.expert_group && architecture == "DeepseekV41ForCausalLM")
-    return Status::Error("--expert-parallel: " + architecture +
-                         " does not run expert-parallel yet (DeepSeek-V2, V3 and V4 do)");
   if (architecture == "DeepseekV4ForCausalLM") {
     DI_ASSIGN_OR_RETURN(auto model, DeepseekV4Model::Load(model_dir, options, backend));
     return std::unique_ptr<CausalLM>(std::move(model));

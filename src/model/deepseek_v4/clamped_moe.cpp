@@ -73,4 +73,25 @@ void clamped_moe(Backend& backend, const std::vector<ExpertWeights>& experts, co
   }
 }
 
+void clamped_moe_expert_parallel(ExpertParallelMoe& ep, int layer, Backend& backend,
+                                 const std::vector<ExpertWeights>& experts, const ExpertWeights* shared,
+                                 float swiglu_limit, const float* x, int64_t n, int64_t hidden, int top_k,
+                                 const int32_t* ids, const float* weights, float* y, ClampedMoeScratch& s,
+                                 float shared_limit) {
+  const auto routed = [&](const float* rx, int64_t ldx, int64_t m, const int32_t* expert_ids, float* out) {
+    s.packed.resize(size_t(m * hidden));
+    for (int64_t r = 0; r < m; ++r) std::copy_n(rx + r * ldx, hidden, s.packed.data() + r * hidden);
+    s.ones.assign(size_t(m), 1.0f);
+    clamped_moe(backend, experts, nullptr, swiglu_limit, s.packed.data(), m, hidden, 1, expert_ids, s.ones.data(), out,
+                s);
+  };
+  ExpertParallelMoe::SharedExperts shared_fn;
+  if (shared)
+    shared_fn = [&](const float* sx, int64_t ldx, int64_t m, float* out) {
+      DI_CHECK(ldx == hidden);
+      clamped_expert_mlp(backend, *shared, sx, m, hidden, shared_limit, out, s);
+    };
+  ep.run(layer, x, hidden, n, hidden, top_k, ids, weights, int(experts.size()), routed, shared_fn, y, hidden);
+}
+
 }  // namespace deepinfer

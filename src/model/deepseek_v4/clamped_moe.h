@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/ops.h"
+#include "model/expert_parallel_moe.h"
 
 namespace deepinfer {
 
@@ -20,7 +21,7 @@ struct ExpertWeights {  // gate w1, up w3, down w2
 };
 
 struct ClampedMoeScratch {
-  std::vector<float> x, gate, up, out, acc;
+  std::vector<float> x, gate, up, out, acc, packed, ones;
   std::vector<int32_t> rows;
 };
 
@@ -34,5 +35,16 @@ void clamped_expert_mlp(Backend& backend, const ExpertWeights& e, const float* x
 void clamped_moe(Backend& backend, const std::vector<ExpertWeights>& experts, const ExpertWeights* shared,
                  float swiglu_limit, const float* x, int64_t n, int64_t hidden, int top_k, const int32_t* ids,
                  const float* weights, float* y, ClampedMoeScratch& s, float shared_limit = 0.0f);
+
+// clamped_moe's layer across an expert-parallel group (expert_parallel_moe.h), bitwise its result:
+// the rows' routing (ids, weights) was made here; each row goes to the ranks holding its experts,
+// which run it through one expert each (clamped_moe with top_k 1, weight 1: its 0 + out * 1 is
+// out), and the combine sums in clamped_moe's order. experts: only the held ones are read. Every
+// rank calls it for every MoE layer, an idle one with n = 0.
+void clamped_moe_expert_parallel(ExpertParallelMoe& ep, int layer, Backend& backend,
+                                 const std::vector<ExpertWeights>& experts, const ExpertWeights* shared,
+                                 float swiglu_limit, const float* x, int64_t n, int64_t hidden, int top_k,
+                                 const int32_t* ids, const float* weights, float* y, ClampedMoeScratch& s,
+                                 float shared_limit = 0.0f);
 
 }  // namespace deepinfer

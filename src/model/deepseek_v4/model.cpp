@@ -349,21 +349,8 @@ void DeepseekV4Model::ffn(int layer, const ForwardBatch& b, const float* xn, flo
   float* weights = sized(s_.expert_weights, size_t(n * k));
   for (int64_t r = 0; r < n; ++r) L.router.route(logits + r * E, b.token_ids[size_t(r)], ids + r * k, weights + r * k);
   if (ep_) {
-    // Each received row through its one expert with weight 1 (clamped_moe's 0 + out * 1 is out).
-    const auto routed = [&](const float* x, int64_t ldx, int64_t m, const int32_t* expert_ids, float* y) {
-      float* packed = sized(s_.ep_x, size_t(m * d));
-      for (int64_t r = 0; r < m; ++r) std::copy_n(x + r * ldx, d, packed + r * d);
-      float* ones = sized(s_.ep_ones, size_t(m));
-      std::fill_n(ones, m, 1.0f);
-      clamped_moe(backend_, L.experts, nullptr, float(c.swiglu_limit), packed, m, d, 1, expert_ids, ones, y, s_.moe);
-    };
-    ExpertParallelMoe::SharedExperts shared;
-    if (L.has_shared)  // unclamped, as clamped_moe runs it
-      shared = [&](const float* x, int64_t ldx, int64_t m, float* y) {
-        DI_CHECK(ldx == d);
-        clamped_expert_mlp(backend_, L.shared, x, m, d, 0.0f, y, s_.moe);
-      };
-    ep_->run(layer, xn, d, n, d, int(k), ids, weights, int(E), routed, shared, out, d);
+    clamped_moe_expert_parallel(*ep_, layer, backend_, L.experts, L.has_shared ? &L.shared : nullptr,
+                                float(c.swiglu_limit), xn, n, d, int(k), ids, weights, out, s_.moe);
     return;
   }
   clamped_moe(backend_, L.experts, L.has_shared ? &L.shared : nullptr, float(c.swiglu_limit), xn, n, d, int(k), ids,

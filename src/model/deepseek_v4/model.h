@@ -94,7 +94,6 @@ class DeepseekV4Model final : public CausalLM {
     std::vector<float> mtp_h, mtp_kv;         // write_mtp_state: h_{p-1} and K=V per row
     std::vector<int32_t> mtp_ids, mtp_positions, mtp_rows;
     ClampedMoeScratch moe;
-    std::vector<float> ep_x, ep_ones;  // expert parallelism: received rows packed [n, hidden], weights 1
   } s_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "core/check.h"
 #include "model/deepseek/yarn_rope.h"
@@ -13,7 +14,15 @@ Result<std::unique_ptr<DeepseekV41Model>> DeepseekV41Model::Load(const std::stri
   if (options.activation_dtype != DType::F32) return Status::Error("DeepSeek-V4.1 runs with f32 activations only");
   DI_ASSIGN_OR_RETURN(DeepseekV41Config config, DeepseekV41Config::Load(model_dir));
   DI_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(model_dir));
-  DI_ASSIGN_OR_RETURN(auto weights, DeepseekV41Weights::Bind(ckpt, config, model_dir));
+  std::optional<ExpertPlacement> placement;
+  if (ExpertGroup* group = options.expert_group) {
+    if (options.eplb.redundant_experts > 0 || options.eplb.interval > 0)
+      return Status::Error("--expert-parallel: " + config.architecture +
+                           " does not rebalance experts (EPLB) yet; run it without redundant experts and rebalancing");
+    DI_ASSIGN_OR_RETURN(ExpertPlacement p, ExpertPlacement::contiguous(config.n_routed_experts, group->size(), group->rank()));
+    placement = std::move(p);
+  }
+  DI_ASSIGN_OR_RETURN(auto weights, DeepseekV41Weights::Bind(ckpt, config, model_dir, placement ? &*placement : nullptr));
   std::vector<int32_t> compressed;
   std::vector<EngramLayerHash> hashes;
   if (!config.engram_layer_ids.empty()) {
@@ -38,6 +47,13 @@ Result<std::unique_ptr<DeepseekV41Model>> DeepseekV41Model::Load(const std::stri
       new DeepseekV41Model(std::move(config), std::move(ckpt), std::move(weights), backend));
   model->compressed_ids_ = std::move(compressed);
   model->engram_hashes_ = std::move(hashes);
+  if (placement) {  // every layer is an MoE layer
+    std::vector<int32_t> moe_layers(size_t(model->config_.num_hidden_layers));
+    for (size_t l = 0; l < moe_layers.size(); ++l) moe_layers[l] = int32_t(l);
+    model->ep_ = std::make_unique<ExpertParallelMoe>(*options.expert_group, std::move(moe_layers), *placement,
+                                                     options.eplb, 1, options.expert_load, backend,
+                                                     options.expert_wire_dtype);
+  }
   const DeepseekV41Config& c = model->config_;
   model->load_note_ = std::string("DeepSeek-V4.1 runs text-only") +
                       (c.has_vision ? " (vision_config's vision tower is not run)" : "") + "; " +
@@ -82,7 +98,12 @@ void DeepseekV41Model::forward(const ForwardBatch& b, const KvCacheView& kv, flo
     DI_CHECK(b.token_ids[size_t(r)] >= 0 && b.token_ids[size_t(r)] < c.vocab_size);
     DI_CHECK(b.positions[size_t(r)] >= 0 && b.positions[size_t(r)] < c.max_position_embeddings);
   }
-  if (n == 0) return;
+  if (ep_) ep_->begin_forward([](int, std::span<const int32_t>) { return Status::Error("no EPLB"); });
+  if (n == 0) {  // an idle rank of an expert-parallel group still takes part in every MoE exchange
+    if (ep_)
+      for (int l = 0; l < c.num_hidden_layers; ++l) ffn(l, b, nullptr, nullptr);
+    return;
+  }
   int32_t* row_seq = sized(s_.row_seq, size_t(n));
   for (size_t si = 0; si < b.seqs.size(); ++si)
     for (int32_t i = 0; i < b.seqs[si].n_new; ++i) row_seq[b.seqs[si].row_begin + i] = int32_t(si);
@@ -163,10 +184,16 @@ void DeepseekV41Model::ffn(int layer, const ForwardBatch& b, const float* xn, fl
   const V41BlockWeights& L = weights_->layers[size_t(layer)];
   const int64_t n = int64_t(b.n_rows()), d = c.hidden_size, E = c.n_routed_experts, k = c.num_experts_per_tok;
   float* logits = sized(s_.logits, size_t(n * E));
-  backend_.linear({xn, d, n, &L.gate, logits, E});
+  if (n > 0) backend_.linear({xn, d, n, &L.gate, logits, E});
   int32_t* ids = sized(s_.expert_ids, size_t(n * k));
   float* weights = sized(s_.expert_weights, size_t(n * k));
   for (int64_t r = 0; r < n; ++r) L.router.route(logits + r * E, b.token_ids[size_t(r)], ids + r * k, weights + r * k);
+  if (ep_) {
+    clamped_moe_expert_parallel(*ep_, layer, backend_, L.experts, L.has_shared ? &L.shared : nullptr,
+                                float(c.swiglu_limit), xn, n, d, int(k), ids, weights, out, s_.moe,
+                                float(c.swiglu_limit));
+    return;
+  }
   clamped_moe(backend_, L.experts, L.has_shared ? &L.shared : nullptr, float(c.swiglu_limit), xn, n, d, int(k), ids,
               weights, out, s_.moe, float(c.swiglu_limit));
 }

@@ -27,12 +27,16 @@
 #include "model/deepseek_v41/engram_hash.h"
 #include "model/deepseek_v41/kv_layout.h"
 #include "model/deepseek_v41/weights.h"
+#include "model/expert_parallel_moe.h"
 #include "model/safetensors.h"
 
 namespace deepinfer {
 
 class DeepseekV41Model final : public CausalLM {
  public:
+  // With options.expert_group, this rank binds only its slice of every layer's routed experts
+  // and runs the MoE layers across the group (clamped_moe_expert_parallel): outputs are bitwise
+  // one process's. Not with EPLB (an error).
   static Result<std::unique_ptr<DeepseekV41Model>> Load(const std::string& model_dir, const ModelOptions& options,
                                                          Backend& backend);
 
@@ -68,6 +72,7 @@ class DeepseekV41Model final : public CausalLM {
   std::vector<EngramLayerHash> engram_hashes_;
   CausalLMInfo info_;
   std::string load_note_;
+  std::unique_ptr<ExpertParallelMoe> ep_;  // with ModelOptions::expert_group: routed experts across ranks
   V41KvLayout layout_;  // of the view being run
 
   struct Scratch {  // reused across steps; sized on demand

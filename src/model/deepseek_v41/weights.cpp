@@ -57,7 +57,7 @@ class V41WeightBinder : public V4LayerBinder {
     return e;
   }
 
-  V41BlockWeights block(int l) {
+  V41BlockWeights block(int l, const ExpertPlacement* placement) {
     const std::string p = "layers." + std::to_string(l) + ".";
     const int64_t d = c_.hidden_size, hd = c_.head_dim, hc_mult = c_.hc_mult;
     V41BlockWeights B;
@@ -97,7 +97,7 @@ class V41WeightBinder : public V4LayerBinder {
     B.router.gate_temp = float(c_.gate_temp);
     B.router.bias = floats(p + "ffn.gate.bias", {E});
     floats(p + "ffn.gate.bias_vl", {E});
-    B.experts = routed_experts(p);
+    B.experts = routed_experts(p, placement);
     B.has_shared = c_.n_shared_experts > 0;
     if (B.has_shared) B.shared = shared_experts(p);
     return B;
@@ -124,12 +124,13 @@ void EngramTable::row(int64_t r, float* out) const {
 }
 
 Result<std::unique_ptr<DeepseekV41Weights>> DeepseekV41Weights::Bind(const Checkpoint& ckpt, const DeepseekV41Config& c,
-                                                                     const std::string& model_dir) {
+                                                                     const std::string& model_dir,
+                                                                     const ExpertPlacement* placement) {
   auto w = std::make_unique<DeepseekV41Weights>();
   V41WeightBinder b(ckpt, c, model_dir, w->owned_, *w);
   const int64_t d = c.hidden_size;
   w->embed = b.linear("embed", c.vocab_size, d);
-  for (int l = 0; l < c.num_hidden_layers && b.status().ok(); ++l) w->layers.push_back(b.block(l));
+  for (int l = 0; l < c.num_hidden_layers && b.status().ok(); ++l) w->layers.push_back(b.block(l, placement));
   w->norm = b.floats("norm.weight", {d});
   w->head = c.tie_word_embeddings ? w->embed : b.linear("head", c.vocab_size, d);
   if (!b.status().ok()) return b.status();

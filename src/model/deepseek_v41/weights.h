@@ -19,6 +19,7 @@
 #include "model/deepseek_v4/indexer.h"
 #include "model/deepseek_v4/sqrtsoftplus_router.h"
 #include "model/deepseek_v41/config.h"
+#include "model/expert_group.h"
 #include "model/safetensors.h"
 
 namespace deepinfer {
@@ -84,8 +85,11 @@ struct DeepseekV41Weights {
   size_t n_bytes = 0;       // their stored bytes
   size_t n_set_aside = 0;   // tensors recognized and not used: mtp.*, vision tower
 
+  // With a placement (expert parallelism), only the routed experts it holds are bound (and, FP4,
+  // expanded); the others are left unbound (null data) in every layer.
   static Result<std::unique_ptr<DeepseekV41Weights>> Bind(const Checkpoint& ckpt, const DeepseekV41Config& c,
-                                                          const std::string& model_dir);
+                                                          const std::string& model_dir,
+                                                          const ExpertPlacement* placement = nullptr);
 
  private:
   std::deque<std::vector<uint8_t>> owned_;

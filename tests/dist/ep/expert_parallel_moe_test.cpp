@@ -157,14 +157,15 @@ INSTANTIATE_TEST_SUITE_P(Shapes, ExpertParallelMoeTest,
                                          Case{DType::BF16, DType::BF16, 2}, Case{DType::BF16, DType::BF16, 4},
                                          Case{DType::F8_E4M3, DType::F32, 2}, Case{DType::F8_E4M3, DType::F32, 4}));
 
-// DeepSeek-V4's clamped experts computed by the model (ExpertParallelMoe::RoutedExperts), as
-// DeepseekV4Model runs them: over 1-4 ranks, bitwise equal to clamped_moe with every expert at
-// hand, with a limit low enough that the clamps bite, idle and uneven ranks.
+// DeepSeek-V4's clamped experts across ranks (clamped_moe_expert_parallel, through
+// ExpertParallelMoe's model-computed experts): over 1-4 ranks, bitwise equal to clamped_moe with
+// every expert at hand, with limits low enough that the clamps bite (the shared expert unclamped
+// as V4's, or clamped as V4.1's), idle and uneven ranks.
 TEST(ExpertParallelMoe, ClampedExpertsAreBitwiseTheSingleProcessLayer) {
   for (const int n_ranks : {1, 2, 3, 4}) {
     std::mt19937 rng(99 + n_ranks);
     const int n_experts = 8, top_k = 3;
-    const float limit = 0.05f;
+    const float limit = 0.05f, shared_limit = n_ranks % 2 ? 0.0f : 0.07f;  // V4's shared unclamped, V4.1's clamped
     const Layer layer(n_experts, 64, 32, DType::BF16, DType::F32, rng);
     std::vector<ExpertWeights> experts;
     for (const Mlp& e : layer.experts) experts.push_back({e.g, e.u, e.d});
@@ -183,21 +184,10 @@ TEST(ExpertParallelMoe, ClampedExpertsAreBitwiseTheSingleProcessLayer) {
         for (const int32_t e : placement->held_experts()) held[size_t(e)] = experts[size_t(e)];
         ExpertParallelMoe moe(group, {0}, *placement, EplbOptions{}, 1, nullptr, cpu_backend());
         ClampedMoeScratch scratch;
-        std::vector<float> packed, ones;
-        const int64_t d = layer.hidden;
-        const auto routed = [&](const float* x, int64_t ldx, int64_t m, const int32_t* ids, float* y) {
-          packed.resize(size_t(m * d));
-          for (int64_t r = 0; r < m; ++r) std::copy_n(x + r * ldx, d, packed.data() + r * d);
-          ones.assign(size_t(m), 1.0f);
-          clamped_moe(cpu_backend(), held, nullptr, limit, packed.data(), m, d, 1, ids, ones.data(), y, scratch);
-        };
-        const auto shared_fn = [&](const float* x, int64_t, int64_t m, float* y) {
-          clamped_expert_mlp(cpu_backend(), shared, x, m, d, 0.0f, y, scratch);
-        };
         Rows& r = rows[size_t(rank)];
-        r.y.assign(size_t(r.m * d), -1.0f);
-        moe.run(0, r.x.data(), d, r.m, d, top_k, r.ids.data(), r.weights.data(), n_experts, routed, shared_fn,
-                r.y.data(), d);
+        r.y.assign(size_t(r.m * layer.hidden), -1.0f);
+        clamped_moe_expert_parallel(moe, 0, cpu_backend(), held, &shared, limit, r.x.data(), r.m, layer.hidden, top_k,
+                                    r.ids.data(), r.weights.data(), r.y.data(), scratch, shared_limit);
         EXPECT_TRUE(group.health().ok()) << group.health().message();
       });
     }
@@ -207,7 +197,7 @@ TEST(ExpertParallelMoe, ClampedExpertsAreBitwiseTheSingleProcessLayer) {
       std::vector<float> want(size_t(r.m * layer.hidden), -1.0f);
       ClampedMoeScratch scratch;
       clamped_moe(cpu_backend(), experts, &shared, limit, r.x.data(), r.m, layer.hidden, top_k, r.ids.data(),
-                  r.weights.data(), want.data(), scratch);
+                  r.weights.data(), want.data(), scratch, shared_limit);
       ASSERT_EQ(r.y.size(), want.size());
       EXPECT_EQ(std::memcmp(r.y.data(), want.data(), want.size() * 4), 0) << n_ranks << " ranks, rank " << rank;
     }

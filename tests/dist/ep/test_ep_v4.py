@@ -1,8 +1,8 @@
-"""DeepSeek-V4 under `deepinfer generate --expert-parallel N` (mpirun): each rank binds (and, for
-FP4 experts, expands) only its slice of the routed experts, the hash-routed first layers route by
-token id on the rank holding the row, and rank 0 prints exactly what one process prints (ids and
-logprobs, bitwise) for one prompt and a batch spread over the ranks. Peak resident memory per rank
-is reported. EPLB is refused for V4 with a clear error. The single-process outputs these are
+"""DeepSeek-V4 and V4.1 under `deepinfer generate --expert-parallel N` (mpirun): each rank binds
+(and, for FP4 experts, expands) only its slice of the routed experts, V4's hash-routed first
+layers route by token id on the rank holding the row, and rank 0 prints exactly what one process
+prints (ids and logprobs, bitwise) for one prompt and a batch spread over the ranks. Peak resident
+memory per rank is reported. EPLB is refused for both with a clear error. The single-process outputs these are
 compared with are checked against independent references in tests/model/."""
 import re
 
@@ -14,7 +14,7 @@ from test_expert_parallel import PROMPTS, generate, mpirun, peak_rss_kb, prompts
 MODELS = ROOT / "tests" / "data" / "models"
 
 
-@pytest.mark.parametrize("model", ["tiny-v4", "tiny-v4-fp8"])
+@pytest.mark.parametrize("model", ["tiny-v4", "tiny-v4-fp8", "tiny-v41", "tiny-v41-qat"])
 def test_v4_generate_is_bitwise_the_single_process(deepinfer_bin, tmp_path, model):
     path = MODELS / model
     batch = prompts_file(tmp_path, PROMPTS)
@@ -31,14 +31,11 @@ def test_v4_generate_is_bitwise_the_single_process(deepinfer_bin, tmp_path, mode
             print(f"{model} {n} ranks {args[0]}: peak RSS per rank (kB) {peaks}")
 
 
-def test_v4_refuses_eplb(deepinfer_bin):
-    out = generate(mpirun(2) + [deepinfer_bin], MODELS / "tiny-v4", "--prompt-ids", "1,2", "--expert-parallel", "2",
+@pytest.mark.parametrize("model,arch", [("tiny-v4", "DeepseekV4ForCausalLM"), ("tiny-v41", "DeepseekV41ForCausalLM")])
+def test_v4_refuses_eplb(deepinfer_bin, model, arch):
+    out = generate(mpirun(2) + [deepinfer_bin], MODELS / model, "--prompt-ids", "1,2", "--expert-parallel", "2",
                    "--eplb-redundant-experts", "2")
     assert out.returncode != 0
-    assert "DeepseekV4ForCausalLM does not rebalance experts (EPLB) yet" in out.stderr
+    assert f"{arch} does not rebalance experts (EPLB) yet" in out.stderr
 
 
-def test_v41_refuses_expert_parallelism(deepinfer_bin):
-    out = generate(mpirun(2) + [deepinfer_bin], MODELS / "tiny-v41", "--prompt-ids", "1,2", "--expert-parallel", "2")
-    assert out.returncode != 0
-    assert "DeepseekV41ForCausalLM does not run expert-parallel yet" in out.stderr
