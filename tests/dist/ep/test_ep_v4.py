@@ -4,7 +4,8 @@ layers route by token id on the rank holding the row, and rank 0 prints exactly 
 prints (ids and logprobs, bitwise) for one prompt and a batch spread over the ranks. Peak resident
 memory per rank is reported. EPLB is refused for both with a clear error. The single-process outputs these are
 compared with are checked against independent references in tests/model/."""
-import re
+import subprocess
+import sys
 
 import pytest
 
@@ -29,6 +30,34 @@ def test_v4_generate_is_bitwise_the_single_process(deepinfer_bin, tmp_path, mode
             peaks = peak_rss_kb(ep.stderr)
             assert len(peaks) == n
             print(f"{model} {n} ranks {args[0]}: peak RSS per rank (kB) {peaks}")
+
+
+@pytest.fixture(scope="module")
+def v4_fp4_experts(tmp_path_factory):
+    """tiny-v4's layers with 64 FP4 routed experts of 2048 (--dtype fp8): expanded to bf16 at
+    load they are 4 x 64 x 3 x 128 x 2048 x 2 B = 403 MB in the main layers (the MTP block's
+    100 MB are bound on every rank)."""
+    out = tmp_path_factory.mktemp("v4-fp4-experts")
+    subprocess.run([sys.executable, str(ROOT / "tools" / "make_v4_checkpoint.py"), str(out), "--preset", "tiny-v4",
+                    "--dtype", "fp8", "--set", "n_routed_experts=64", "--set", "moe_intermediate_size=2048",
+                    "--seed", "3"], check=True, capture_output=True, timeout=600)
+    return out
+
+
+def test_v4_ranks_expand_only_their_fp4_experts(deepinfer_bin, tmp_path, v4_fp4_experts):
+    args = ["--prompts-file", prompts_file(tmp_path, PROMPTS[:3]), "--max-tokens", "4"]
+    single = generate([deepinfer_bin], v4_fp4_experts, *args, timeout=600)
+    assert single.returncode == 0, single.stderr
+    peaks = {}
+    for n in (2, 4):
+        ep = generate(mpirun(n) + [deepinfer_bin], v4_fp4_experts, *args, "--expert-parallel", str(n), timeout=600)
+        assert ep.returncode == 0, ep.stderr
+        assert ep.stdout == single.stdout, f"{n} ranks"
+        peaks[n] = peak_rss_kb(ep.stderr)
+        assert len(peaks[n]) == n
+    print(f"peak RSS per rank (kB): {peaks}")
+    # Each rank of 4 expands half the experts a rank of 2 does: ~100 MB less.
+    assert max(peaks[4]) < min(peaks[2]) - 60_000, peaks
 
 
 @pytest.mark.parametrize("model,arch", [("tiny-v4", "DeepseekV4ForCausalLM"), ("tiny-v41", "DeepseekV41ForCausalLM")])
