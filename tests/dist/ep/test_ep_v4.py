@@ -32,6 +32,22 @@ def test_v4_generate_is_bitwise_the_single_process(deepinfer_bin, tmp_path, mode
             print(f"{model} {n} ranks {args[0]}: peak RSS per rank (kB) {peaks}")
 
 
+@pytest.mark.parametrize("model", ["tiny-v4", "tiny-v41"])
+@pytest.mark.parametrize("kv", ["bf16", "fp8"])
+def test_v4_chunked_prefill_and_prefix_cache_across_ranks(deepinfer_bin, tmp_path, model, kv):
+    """Prompts sharing a prefix, 8 tokens of prefill per step, on 3 ranks: each rank's scheduler,
+    windowed and compressed caches work as alone while the MoE layers run across ranks."""
+    prefix = list(range(40, 80)) + list(range(40, 60))
+    prompts = [prefix + [i, i + 1] for i in range(2, 9)]
+    args = ["--prompts-file", prompts_file(tmp_path, prompts), "--max-tokens", "12", "--max-num-batched-tokens", "8",
+            "--block-size", "16", "--kv-cache-dtype", kv]
+    single = generate([deepinfer_bin], MODELS / model, *args)
+    assert single.returncode == 0, single.stderr
+    ep = generate(mpirun(3) + [deepinfer_bin], MODELS / model, *args, "--expert-parallel", "3")
+    assert ep.returncode == 0, ep.stderr
+    assert ep.stdout == single.stdout
+
+
 @pytest.fixture(scope="module")
 def v4_fp4_experts(tmp_path_factory):
     """tiny-v4's layers with 64 FP4 routed experts of 2048 (--dtype fp8): expanded to bf16 at
