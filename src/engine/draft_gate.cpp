@@ -57,7 +57,8 @@ int DraftGate::draft_length(int64_t seq_id, int k_max) {
   }
   if (options_.adaptive && s.n_rejected_run > 0) {
     const bool server_failing = recent_.outcomes.size() >= 2 && recent_.below(threshold());
-    if (s.n_rejected_run >= (server_failing ? 1 : options_.max_rejected_steps)) pause(s);
+    const bool costly = draft_cost_ >= options_.min_acceptance;  // drafting costs what verifying does
+    if (s.n_rejected_run >= (server_failing || costly ? 1 : options_.max_rejected_steps)) pause(s);
   }
   if (s.n_pause_left == 0) return options_.adaptive ? std::min(s.length, k_max) : k_max;
   --s.n_pause_left;

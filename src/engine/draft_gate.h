@@ -22,7 +22,8 @@
 //     m < n drafts lets the next draft m + 1. An always-right drafter reaches k after k - 1 steps.
 //   - fast pause: a sequence pauses after `max_rejected_steps` drafted steps in a row with nothing
 //     accepted, or after 1 where the server's recent record (at least 2 drafted steps, up to
-//     `window`) is below the threshold.
+//     `window`) is below the threshold or where the drafter's measured cost per draft is at least
+//     min_acceptance (a rejected draft then wastes twice what a verified row costs).
 // Not adaptive: every drafted step drafts k, only the window pauses, and the threshold is
 // min_acceptance alone.
 // min_acceptance = 0 switches the gate off: every step drafts k.
@@ -30,7 +31,8 @@
 // The gate only chooses which positions are drafted; verification keeps outputs those of plain
 // decoding whatever it chooses (engine_core.h). Cost bound of a drafter that is never right,
 // adaptive: a fresh sequence on a fresh server drafts 1 token on at most max_rejected_steps
-// steps (1 once 2 rejected steps are on record, none once `window` are), then 1 token on 1 step of
+// steps (1 once 2 rejected steps are on record or for a costly drafter, none once `window` are),
+// then 1 token on 1 step of
 // every probe_interval + 1; a step with 1 draft costs c1 = (1-row step + 1 verified row + 1
 // draft) / (1-row step), so past the start the overhead is (c1 - 1) / (probe_interval + 1) of
 // plain decoding's time (bench/RESULTS.md, "Speculative decoding", gives c1).

@@ -155,6 +155,13 @@ TEST(DraftGate, TheDraftersMeasuredCostRaisesTheThreshold) {
   EXPECT_EQ(free_drafter.n_paused_steps(), 0u);
   lengths(costly, 1, 30, 2, half);
   EXPECT_GT(costly.n_paused_steps(), 0u);
+  // A drafter whose draft costs at least min_acceptance pauses after 1 rejected step.
+  DraftGate costly_fresh(o);
+  costly_fresh.record_draft_cost(0.4, 1, 1);
+  EXPECT_EQ(lengths(costly_fresh, 2, 3, 3, [](int) { return 0; }), (std::vector<int>{1, 0, 0}));
+  DraftGate cheap(o);
+  cheap.record_draft_cost(0.1, 1, 1);
+  EXPECT_EQ(lengths(cheap, 2, 3, 3, [](int) { return 0; }), (std::vector<int>{1, 1, 0}));
   DraftGate dear(o);
   dear.record_draft_cost(5, 1, 1);
   EXPECT_DOUBLE_EQ(dear.threshold(), 1.0);
