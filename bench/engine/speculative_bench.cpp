@@ -12,6 +12,7 @@
 //                   (untimed): new sequences start from the server's recent (rejected) outcomes
 //   mtp, mtp-nogate the checkpoint's own MTP predictor (the model loaded a second time for
 //                   drafting), with and without the gate
+//   mtp-plain       no drafts on that second model: what keeping the MTP layer's state costs
 //   MODE-oldgate    any mode but plain with the gate not adaptive (DraftGateOptions::adaptive:
 //                   a fixed k and only the window pauses), for comparison
 // Decode is timed from the step after every request has its first token to the end: wall time,
@@ -76,21 +77,21 @@ Result<Run> run_mode(CausalLM& model, const BenchOptions& o, int n, const std::s
                         named_mode.compare(named_mode.size() - old_suffix.size(), old_suffix.size(), old_suffix) == 0;
   const std::string mode = old_gate ? named_mode.substr(0, named_mode.size() - old_suffix.size()) : named_mode;
   const std::vector<std::string> modes = {"plain", "ceiling", "ceiling-nocap", "wrong", "wrong-nogate",
-                                          "wrong-warm", "mtp", "mtp-nogate"};
-  if (std::find(modes.begin(), modes.end(), mode) == modes.end() || (old_gate && mode == "plain"))
+                                          "wrong-warm", "mtp", "mtp-nogate", "mtp-plain"};
+  if (std::find(modes.begin(), modes.end(), mode) == modes.end() || (old_gate && (mode == "plain" || mode == "mtp-plain")))
     return Status::Error("unknown mode " + named_mode);
   const bool mtp = mode.rfind("mtp", 0) == 0;
   EngineOptions eo;
   eo.speculative_gate.adaptive = !old_gate;
   eo.kv_cache_memory_bytes = o.kv_cache_memory;
   eo.max_num_seqs = std::max(256, n);
-  if (mode != "plain") {
+  if (mode != "plain" && mode != "mtp-plain") {
     eo.speculative = SpeculativeMethod::kNgram;  // replaced below
     eo.num_speculative_tokens = o.k;
   }
   if (mode == "ceiling-nocap") eo.speculative_max_batch = 1 << 20;
   if (mode == "wrong-nogate" || mode == "mtp-nogate") eo.speculative_gate.min_acceptance = 0;
-  if (mtp) eo.speculative = SpeculativeMethod::kMtp;
+  if (mtp && mode != "mtp-plain") eo.speculative = SpeculativeMethod::kMtp;
   DI_ASSIGN_OR_RETURN(auto core, EngineCore::create(model, eo));
   // Request i has id i, and id n + i in the untimed first wave of wrong-warm.
   const bool warm = mode == "wrong-warm";
