@@ -95,7 +95,9 @@ def test_ngram_drafts_are_accepted_and_stay_exact(deepinfer_bin, tmp_path):
         spec, drafted, accepted = generate(deepinfer_bin, model, prompts, *sampling, "--speculative", "ngram",
                                            "--num-speculative-tokens", "4", max_tokens=120, stats=True)
         assert spec == plain, sampling
-        assert drafted > accepted > 0, (sampling, drafted, accepted)
+        # Greedy, the output falls into the prompt's cycle: drafts are accepted and rejected. Sampled,
+        # it may leave it at once, and the gate then pauses a sequence after its first rejected drafts.
+        assert drafted > accepted > 0 if sampling[1] == "0" else drafted > 0, (sampling, drafted, accepted)
 
 
 def test_speculative_flags_are_checked(deepinfer_bin, tmp_path):
