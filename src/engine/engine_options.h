@@ -35,7 +35,7 @@ struct EngineOptions {
   // Drafts only while at most this many sequences decode: beyond, a step is no longer bound by
   // reading the weights and verifying drafts would cost more than it saves.
   int speculative_max_batch = 8;
-  // Below it, per sequence: drafting stops where recent drafts are mostly rejected (draft_gate.h).
+  // Below it, per sequence: the draft length and pauses from the drafts' acceptance and cost (draft_gate.h).
   DraftGateOptions speculative_gate;
 
   Status validate() const;
