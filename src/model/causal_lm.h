@@ -52,7 +52,7 @@ struct ModelOptions {
   // Expert parallelism (model/expert_group.h): this process is one rank of the group, binds only
   // the routed experts its slice holds, and runs every MoE layer's routed experts across the
   // group (each forward, an empty one included, makes the same exchanges on every rank). Null:
-  // one process holds every expert. Outlives the model. DeepSeek-V2/V3 only (others refuse it).
+  // one process holds every expert. Outlives the model. V2/V3, V4 and V4.1 (V4/V4.1 without EPLB).
   ExpertGroup* expert_group = nullptr;
   // With expert_group: redundant expert slots and rebalancing while serving (model/eplb.h), and
   // where this rank's expert loads are published (or null; outlives the model).
