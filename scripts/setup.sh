@@ -10,7 +10,7 @@ apt_packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   nlohmann-json3-dev libcli11-dev libpcre2-dev libxxhash-dev libboost1.74-dev libomp-dev
   clang libfuzzer-14-dev
-  libucx-dev ucx-utils openmpi-bin libopenmpi-dev iproute2
+  libucx-dev ucx-utils openmpi-bin libopenmpi-dev iproute2 nftables
   python3 python3-venv python3-pip
 )
 

@@ -1,0 +1,172 @@
+"""Prefill/decode disaggregation across separate hosts: `deepinfer router` in the root namespace in
+front of 2 prefill and 2 decode workers, each in its own network namespace behind a veth (pd_netns),
+the KV moved by UCX over TCP on those veths. Greedy outputs equal a single `--role both` server's,
+streamed and not, with KV really moved; with delay and loss on a prefill worker's link (`tc netem`,
+or nftables drops and a `tc tbf` limit where the kernel lacks netem)
+every request completes with the right output or a clear 503 within its timeout; a SIGSTOPped
+prefill worker and a SIGKILLed decode worker while requests run end every request within bounds
+and later requests are served right. Afterwards no worker holds a pinned block and every KV pool
+is idle (read from /metrics). Skipped, with the reason, where namespaces cannot be made."""
+import concurrent.futures
+import json
+import signal
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+import pd_netns
+from pd_router_helpers import Router
+from server import Server
+from test_pd_router_workers import client_of, completion, long_prompt, wait_released
+
+BLOCK = ["--block-size", "16"]
+PD_TIMEOUT_S = 5
+REQUEST_TIMEOUT_S = 120  # every request below must end well within this, or it counts as hung
+
+why_not = pd_netns.unavailable()
+pytestmark = pytest.mark.skipif(why_not is not None, reason=f"network namespaces unavailable: {why_not}")
+
+
+def worker(hosts, i, binary, model_dir, *args):
+    hosts.add(i)
+    s = Server(hosts.launcher(i, binary), model_dir, *BLOCK, "--host", hosts.addr(i), *args, wait_ready=False)
+    s.base = f"http://{hosts.addr(i)}:{s.port}"
+    s.wait_ready()
+    return s
+
+
+@pytest.fixture(scope="module")
+def cluster(deepinfer_bin, model_dir, tmp_path_factory):
+    hosts = pd_netns.Hosts(tmp_path_factory.mktemp("netns"))
+    started = []
+    try:
+        prefills = [worker(hosts, i, deepinfer_bin, model_dir, "--role", "prefill") for i in (0, 1)]
+        started += prefills
+        decodes = [worker(hosts, i, deepinfer_bin, model_dir, "--role", "decode", "--pd-min-prefill-tokens", "20",
+                          "--pd-timeout", str(PD_TIMEOUT_S)) for i in (2, 3)]
+        started += decodes
+        router = Router(deepinfer_bin, [p.base for p in prefills], [d.base for d in decodes])
+        started.append(router)
+        yield hosts, prefills, decodes, router
+    finally:
+        for s in started:
+            if s.proc.poll() is None:
+                s.proc.send_signal(signal.SIGCONT)
+            s.stop()
+        hosts.close()
+
+
+@pytest.fixture(scope="module")
+def both(deepinfer_bin, model_dir):
+    s = Server(deepinfer_bin, model_dir, *BLOCK)
+    yield s
+    assert s.stop() == 0, "".join(s.log)
+
+
+def pd_metric(server, name, role):
+    return server.metric(f'{name}{{role="{role}"}}')
+
+
+def moved(decodes):
+    return sum(pd_metric(d, "deepinfer_pd_transfers_total", "decode") for d in decodes)
+
+
+def post(base, body, stream):
+    """(status, text, finish) of a completion; `text` is None when the request failed, and then
+    `finish` is the error body. Raises on no answer within REQUEST_TIMEOUT_S."""
+    req = urllib.request.Request(base + "/v1/completions", data=json.dumps({**body, "stream": stream}).encode(),
+                                 method="POST", headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=REQUEST_TIMEOUT_S) as r:
+            if not stream:
+                c = json.loads(r.read().decode())["choices"][0]
+                return r.status, c["text"], c["finish_reason"]
+            text, finish = "", None
+            for line in r.read().decode().splitlines():
+                if not line.startswith("data: ") or line == "data: [DONE]":
+                    continue
+                event = json.loads(line[6:])
+                if "error" in event:
+                    return r.status, None, event
+                for c in event["choices"]:
+                    text += c["text"]
+                    finish = c["finish_reason"] or finish
+            return r.status, text, finish
+    except urllib.error.HTTPError as e:
+        return e.code, None, json.loads(e.read().decode() or "null")
+
+
+def body(i, max_tokens=8):
+    return {"model": "tiny", "prompt": long_prompt(i), "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True}
+
+
+def assert_bounded(outcome, want, context=""):
+    """Right output, or a clear error: a 5xx with an OpenAI error body, or a stream's error event."""
+    status, text, finish = outcome
+    if text is not None:
+        assert status == 200 and (text, finish) == want, (outcome, want, context)
+    else:
+        assert isinstance(finish, dict) and finish["error"]["message"], (outcome, context)
+        assert status >= 500 or status == 200, (outcome, context)
+
+
+def all_released(prefills, decodes):
+    wait_released(decodes, "decode", timeout=60)
+    wait_released(prefills, "prefill", timeout=60)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_outputs_across_hosts_equal_a_single_server(cluster, both, stream):
+    _, prefills, decodes, router = cluster
+    via_router, single = client_of(router.base), client_of(both.base)
+    before = moved(decodes)
+    for i in range(4):
+        kwargs = dict(model="tiny", prompt=long_prompt(300 + i + 10 * stream), max_tokens=10, temperature=0,
+                      extra_body={"ignore_eos": True})
+        if not stream:
+            kwargs["logprobs"] = 2
+        assert completion(via_router, stream, **kwargs) == completion(single, stream, **kwargs)
+    assert moved(decodes) >= before + 4
+    all_released(prefills, decodes)
+
+
+def test_delay_and_loss_on_a_prefill_link_end_every_request(cluster, both):
+    hosts, prefills, decodes, router = cluster
+    prompts = list(range(400, 408))  # distinct prompts: about half hash to the lossy worker
+    want = {i: post(both.base, body(i), False)[1:] for i in prompts}
+    granted_before = pd_metric(prefills[0], "deepinfer_pd_transfers_total", "prefill")
+    applied = hosts.impair(0)
+    try:
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            futures = {i: pool.submit(post, router.base, body(i), i % 2 == 1) for i in prompts}
+            outcomes = {i: f.result(timeout=REQUEST_TIMEOUT_S + 30) for i, f in futures.items()}
+    finally:
+        hosts.clear_impairment(0)
+    for i, outcome in outcomes.items():
+        assert_bounded(outcome, want[i], applied)
+    assert sum(o[1] is not None for o in outcomes.values()) >= len(prompts) // 2, outcomes
+    assert pd_metric(prefills[0], "deepinfer_pd_transfers_total", "prefill") > granted_before  # it was on the path
+    all_released(prefills, decodes)
+
+
+def test_stopped_prefill_and_killed_decode_end_every_request(cluster, both):
+    hosts, prefills, decodes, router = cluster
+    prompts = list(range(500, 508))
+    want = {i: post(both.base, body(i, 48), False)[1:] for i in prompts}
+    stopped, killed = prefills[0], decodes[1]
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        futures = {i: pool.submit(post, router.base, body(i, 48), i % 2 == 1) for i in prompts}
+        time.sleep(0.5)
+        stopped.proc.send_signal(signal.SIGSTOP)
+        killed.proc.send_signal(signal.SIGKILL)
+        killed.proc.wait()
+        outcomes = {i: f.result(timeout=REQUEST_TIMEOUT_S + 30) for i, f in futures.items()}
+    for i, outcome in outcomes.items():
+        assert_bounded(outcome, want[i])
+    # With the prefill worker still stopped, later requests are served right by the survivors.
+    for i in range(510, 514):
+        assert post(router.base, body(i), False)[1:] == post(both.base, body(i), False)[1:]
+    stopped.proc.send_signal(signal.SIGCONT)
+    all_released(prefills, decodes[:1])
