@@ -4,6 +4,7 @@ on a private /24 that exists only on these veths. Workers bind their HTTP on the
 address and UCX is confined to TCP over that veth (UCX_TLS=tcp, UCX_NET_DEVICES), so the KV and
 the control messages cross the veth and an impairment on it (`tc netem`, or nftables and `tc tbf`) delays and drops them.
 Everything made here is removed by `Hosts.close()`, also after a failure."""
+import json
 import os
 import random
 import shutil
@@ -75,6 +76,11 @@ class Hosts:
                         f"{binary} \"$@\"\n")
         path.chmod(0o755)
         return str(path)
+
+    def rx_bytes(self, i):
+        """Bytes host i has received on its veth."""
+        out = ip("-n", self.name(i), "-s", "-j", "link", "show", DEV).stdout
+        return json.loads(out)[0]["stats64"]["rx"]["bytes"]
 
     def impair(self, i):
         """Makes host i's link slow and lossy; returns what was applied. `tc netem delay 50ms loss 5%`

@@ -119,9 +119,11 @@ def all_released(prefills, decodes):
 
 @pytest.mark.parametrize("stream", [False, True])
 def test_outputs_across_hosts_equal_a_single_server(cluster, both, stream):
-    _, prefills, decodes, router = cluster
+    hosts, prefills, decodes, router = cluster
     via_router, single = client_of(router.base), client_of(both.base)
     before = moved(decodes)
+    bytes_before = sum(pd_metric(d, "deepinfer_pd_bytes_moved_total", "decode") for d in decodes)
+    rx_before = hosts.rx_bytes(2) + hosts.rx_bytes(3)
     for i in range(4):
         kwargs = dict(model="tiny", prompt=long_prompt(300 + i + 10 * stream), max_tokens=10, temperature=0,
                       extra_body={"ignore_eos": True})
@@ -129,6 +131,8 @@ def test_outputs_across_hosts_equal_a_single_server(cluster, both, stream):
             kwargs["logprobs"] = 2
         assert completion(via_router, stream, **kwargs) == completion(single, stream, **kwargs)
     assert moved(decodes) >= before + 4
+    kv_bytes = sum(pd_metric(d, "deepinfer_pd_bytes_moved_total", "decode") for d in decodes) - bytes_before
+    assert 0 < kv_bytes <= hosts.rx_bytes(2) + hosts.rx_bytes(3) - rx_before  # the KV came over the veths
     all_released(prefills, decodes)
 
 
