@@ -4,13 +4,15 @@ on a private /24 that exists only on these veths. Workers bind their HTTP on the
 address and UCX is confined to TCP over that veth (UCX_TLS=tcp, UCX_NET_DEVICES), so the KV and
 the control messages cross the veth and an impairment on it (`tc netem`, or nftables and `tc tbf`) delays and drops them.
 Everything made here is removed by `Hosts.close()`, also after a failure."""
+import itertools
 import json
 import os
 import random
 import shutil
 import subprocess
 
-DEV = "pdnet0"  # the worker's end of its veth, inside its namespace
+DEV = "pdnet0"
+_made = itertools.count()  # Hosts made by this process: part of their names  # the worker's end of its veth, inside its namespace
 
 
 def ip(*args, check=True):
@@ -36,7 +38,7 @@ class Hosts:
     is namespace `name(i)` with address `addr(i)`."""
 
     def __init__(self, tmp_dir):
-        self.tag = f"{os.getpid() % 100000:05d}"
+        self.tag = f"{os.getpid() % 100000:05d}{next(_made)}"
         self.bridge = f"dibr{self.tag}"
         taken = ip("-4", "addr").stdout
         self.net = next(n for n in random.sample(range(1, 255), 254) if f"10.231.{n}." not in taken)

@@ -5,10 +5,12 @@ streamed and not, with KV really moved; with delay and loss on a prefill worker'
 or nftables drops and a `tc tbf` limit where the kernel lacks netem)
 every request completes with the right output or a clear 503 within its timeout; a SIGSTOPped
 prefill worker and a SIGKILLed decode worker while requests run end every request within bounds
-and later requests are served right. Afterwards no worker holds a pinned block and every KV pool
+and later requests are served right; the DeepSeek-V4 fixture's four KV kinds cross the same way. Afterwards no worker holds a pinned block and every KV pool
 is idle (read from /metrics). Skipped, with the reason, where namespaces cannot be made."""
 import concurrent.futures
+import contextlib
 import json
+import shutil
 import signal
 import time
 import urllib.error
@@ -18,7 +20,7 @@ import pytest
 
 import pd_netns
 from pd_router_helpers import Router
-from server import Server
+from server import ROOT, Server
 from test_pd_router_workers import client_of, completion, long_prompt, wait_released
 
 BLOCK = ["--block-size", "16"]
@@ -37,17 +39,18 @@ def worker(hosts, i, binary, model_dir, *args):
     return s
 
 
-@pytest.fixture(scope="module")
-def cluster(deepinfer_bin, model_dir, tmp_path_factory):
-    hosts = pd_netns.Hosts(tmp_path_factory.mktemp("netns"))
+@contextlib.contextmanager
+def hosts_cluster(binary, model_dir, tmp_dir):
+    """(hosts, [2 prefill workers], [2 decode workers], router), each worker on its own host."""
+    hosts = pd_netns.Hosts(tmp_dir)
     started = []
     try:
-        prefills = [worker(hosts, i, deepinfer_bin, model_dir, "--role", "prefill") for i in (0, 1)]
+        prefills = [worker(hosts, i, binary, model_dir, "--role", "prefill") for i in (0, 1)]
         started += prefills
-        decodes = [worker(hosts, i, deepinfer_bin, model_dir, "--role", "decode", "--pd-min-prefill-tokens", "20",
+        decodes = [worker(hosts, i, binary, model_dir, "--role", "decode", "--pd-min-prefill-tokens", "20",
                           "--pd-timeout", str(PD_TIMEOUT_S)) for i in (2, 3)]
         started += decodes
-        router = Router(deepinfer_bin, [p.base for p in prefills], [d.base for d in decodes])
+        router = Router(binary, [p.base for p in prefills], [d.base for d in decodes])
         started.append(router)
         yield hosts, prefills, decodes, router
     finally:
@@ -56,6 +59,12 @@ def cluster(deepinfer_bin, model_dir, tmp_path_factory):
                 s.proc.send_signal(signal.SIGCONT)
             s.stop()
         hosts.close()
+
+
+@pytest.fixture(scope="module")
+def cluster(deepinfer_bin, model_dir, tmp_path_factory):
+    with hosts_cluster(deepinfer_bin, model_dir, tmp_path_factory.mktemp("netns")) as c:
+        yield c
 
 
 @pytest.fixture(scope="module")
@@ -174,3 +183,26 @@ def test_stopped_prefill_and_killed_decode_end_every_request(cluster, both):
         assert post(router.base, body(i), False)[1:] == post(both.base, body(i), False)[1:]
     stopped.proc.send_signal(signal.SIGCONT)
     all_released(prefills, decodes[:1])
+
+
+def test_deepseek_v4_across_hosts_equals_a_single_server(deepinfer_bin, tmp_path_factory):
+    """The V4 fixture's four KV kinds (windows, compressed entries) cross the veths the same way."""
+    model = tmp_path_factory.mktemp("netns-v4") / "tiny-v4"
+    model.mkdir()
+    for f in (ROOT / "tests" / "data" / "models" / "tiny-v4").iterdir():
+        shutil.copy(f, model / f.name)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copy(ROOT / "tests" / "data" / "tokenizers" / "deepseek-v4" / name, model / name)
+    single = Server(deepinfer_bin, model, *BLOCK)
+    try:
+        with hosts_cluster(deepinfer_bin, model, tmp_path_factory.mktemp("netns")) as (_, prefills, decodes, router):
+            before = moved(decodes)
+            for i in range(4):
+                ids = {**body(0), "prompt": [100 + (k * 37 + i * 11) % 900 for k in range(60)]}  # V4's vocabulary: 1024
+                want = post(single.base, ids, i % 2 == 1)
+                assert want[1] is not None, want
+                assert post(router.base, ids, i % 2 == 1) == want
+            assert moved(decodes) >= before + 4
+            all_released(prefills, decodes)
+    finally:
+        assert single.stop() == 0, "".join(single.log)
