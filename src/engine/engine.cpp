@@ -98,21 +98,25 @@ EngineStats Engine::stats() const {
   return stats_;
 }
 
+void Engine::apply_pending(std::unique_lock<std::mutex>& lock) {
+  std::vector<Submitted> inbox = std::move(inbox_);
+  std::vector<uint64_t> aborts = std::move(aborts_);
+  std::vector<std::function<void(EngineCore&)>> tasks = std::move(tasks_);
+  inbox_.clear();
+  aborts_.clear();
+  tasks_.clear();
+  lock.unlock();
+  for (auto& task : tasks) task(*core_);
+  for (Submitted& s : inbox) core_->add(s.id, std::move(s.request), std::move(s.stream), s.arrival, std::move(s.pinned));
+  for (uint64_t id : aborts) core_->abort(id);
+}
+
 void Engine::loop() {
   std::unique_lock lock(mu_);
   for (;;) {
     wake_.wait(lock, [&] { return stopping_ || !inbox_.empty() || !aborts_.empty() || !tasks_.empty() || core_->has_work(); });
-    std::vector<Submitted> inbox = std::move(inbox_);
-    std::vector<uint64_t> aborts = std::move(aborts_);
-    std::vector<std::function<void(EngineCore&)>> tasks = std::move(tasks_);
-    inbox_.clear();
-    aborts_.clear();
-    tasks_.clear();
     const bool stopping = stopping_;
-    lock.unlock();
-    for (auto& task : tasks) task(*core_);
-    for (Submitted& s : inbox) core_->add(s.id, std::move(s.request), std::move(s.stream), s.arrival, std::move(s.pinned));
-    for (uint64_t id : aborts) core_->abort(id);
+    apply_pending(lock);
     if (stopping) {
       core_->finish_all(FinishReason::kError);
       return;
@@ -133,17 +137,8 @@ void Engine::loop_in_group() {
   bool failed = false;
   std::unique_lock lock(mu_);
   for (;;) {
-    std::vector<Submitted> inbox = std::move(inbox_);
-    std::vector<uint64_t> aborts = std::move(aborts_);
-    std::vector<std::function<void(EngineCore&)>> tasks = std::move(tasks_);
-    inbox_.clear();
-    aborts_.clear();
-    tasks_.clear();
     const bool stopping = stopping_;
-    lock.unlock();
-    for (auto& task : tasks) task(*core_);
-    for (Submitted& s : inbox) core_->add(s.id, std::move(s.request), std::move(s.stream), s.arrival, std::move(s.pinned));
-    for (uint64_t id : aborts) core_->abort(id);
+    apply_pending(lock);
     if (stopping || failed) core_->finish_all(FinishReason::kError);
     bool any_work = false;
     if (failed) {

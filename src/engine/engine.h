@@ -89,6 +89,9 @@ class Engine {
   };
 
   Engine(std::unique_ptr<CausalLM> model, std::unique_ptr<EngineCore> core, StepGroup* group);
+  // Takes what other threads queued (posted tasks, submitted requests, aborts, in that order)
+  // under `lock`, which it releases, and hands them to the core. Engine thread only.
+  void apply_pending(std::unique_lock<std::mutex>& lock);
   void loop();
   void loop_in_group();
 
