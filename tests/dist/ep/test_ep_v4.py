@@ -4,13 +4,15 @@ layers route by token id on the rank holding the row, and rank 0 prints exactly 
 prints (ids and logprobs, bitwise) for one prompt and a batch spread over the ranks. Peak resident
 memory per rank is reported. EPLB is refused for both with a clear error. The single-process outputs these are
 compared with are checked against independent references in tests/model/."""
+import pathlib
 import subprocess
 import sys
 
 import pytest
 
-from conftest import ROOT
 from test_expert_parallel import PROMPTS, generate, mpirun, peak_rss_kb, prompts_file
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]  # the repository
 
 MODELS = ROOT / "tests" / "data" / "models"
 

@@ -3,6 +3,7 @@ official `openai` client: both ranks answer completions (greedy with logprobs, s
 streamed), alone and concurrently, exactly as a single V4 server does."""
 import concurrent.futures
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -10,7 +11,7 @@ import sys
 import openai
 import pytest
 
-from conftest import ROOT
+ROOT = pathlib.Path(__file__).resolve().parents[3]  # the repository
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "e2e"))
 from ep_server import MPIRUN, EpServer  # noqa: E402

@@ -5,6 +5,7 @@ rank falls with N; bad setups are clear errors. The single-process outputs these
 with are themselves checked against independent references in tests/model/test_golden.py."""
 import json
 import os
+import pathlib
 import re
 import shutil
 import subprocess
@@ -13,7 +14,7 @@ import time
 
 import pytest
 
-from conftest import ROOT
+ROOT = pathlib.Path(__file__).resolve().parents[3]  # the repository
 
 MPIRUN = shutil.which("mpirun")
 pytestmark = pytest.mark.skipif(MPIRUN is None, reason="mpirun is missing (scripts/setup.sh installs openmpi-bin)")
