@@ -23,6 +23,14 @@ std::vector<double> latency_buckets() {
 
 }  // namespace
 
+void append_metric(std::string& out, const std::string& name, const char* type, const char* help,
+                   const std::string& labels, double value) {
+  header(out, name, type, help);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.17g", value);
+  out += name + (labels.empty() ? std::string() : "{" + labels + "}") + " " + buf + "\n";
+}
+
 Histogram::Histogram(std::vector<double> bounds) : bounds_(std::move(bounds)), counts_(bounds_.size() + 1, 0) {}
 
 void Histogram::observe(double v) {

@@ -10,6 +10,11 @@
 
 namespace deepinfer {
 
+// Appends one sample with its HELP and TYPE lines: `name{labels} value` (labels without braces,
+// e.g. `role="decode"`; empty for none), the value at full double precision.
+void append_metric(std::string& out, const std::string& name, const char* type, const char* help,
+                   const std::string& labels, double value);
+
 class Histogram {
  public:
   explicit Histogram(std::vector<double> bounds);  // upper bounds, ascending; +Inf is implicit

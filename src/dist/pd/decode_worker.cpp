@@ -6,6 +6,7 @@
 #include "dist/pd/engine_call.h"
 #include "dist/pd/kv_layout.h"
 #include "dist/pd/pd_http_client.h"
+#include "server/metrics.h"
 
 namespace deepinfer::pd {
 
@@ -145,10 +146,7 @@ std::string DecodeWorker::metrics() const {
   std::lock_guard lock(mu_);
   std::string out;
   auto line = [&](const char* name, const char* type, const char* help, double value) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.17g", value);
-    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name +
-           "{role=\"decode\"} " + buf + "\n";
+    append_metric(out, name, type, help, "role=\"decode\"", value);
   };
   line("deepinfer_pd_transfers_total", "counter", "Requests whose prompt blocks came from a prefill worker", double(n_remote_));
   line("deepinfer_pd_transfer_failures_total", "counter", "Remote prefills that failed (answered 503)", double(n_failed_));

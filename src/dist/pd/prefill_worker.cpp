@@ -4,6 +4,7 @@
 
 #include "dist/pd/engine_call.h"
 #include "dist/pd/kv_layout.h"
+#include "server/metrics.h"
 
 namespace deepinfer::pd {
 
@@ -240,10 +241,7 @@ std::string PrefillWorker::metrics() const {
   std::lock_guard lock(mu_);
   std::string out;
   auto line = [&](const char* name, const char* type, const char* help, double value) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.17g", value);
-    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" + name +
-           "{role=\"prefill\"} " + buf + "\n";
+    append_metric(out, name, type, help, "role=\"prefill\"", value);
   };
   line("deepinfer_pd_transfers_total", "counter", "Transfers whose blocks a decode worker read and released", double(n_released_));
   line("deepinfer_pd_transfer_failures_total", "counter", "Transfers that failed, were dropped or expired", double(n_failed_));
