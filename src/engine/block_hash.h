@@ -1,6 +1,7 @@
 // BlockHash: the identity of a full block of tokens for the prefix cache. Hashes are chained:
-// block i's hash covers block i-1's hash and block i's token ids, so equal hashes mean equal
-// prefixes (up to a 128-bit XXH3 collision, which we accept as impossible in practice).
+// block i's hash covers block i-1's hash, block i's token ids and, where the model's KV depends
+// on it, their provenance, so equal hashes mean equal prefixes (up to a 128-bit XXH3 collision,
+// which we accept as impossible in practice).
 #pragma once
 
 #include <cstddef>
@@ -17,7 +18,11 @@ struct BlockHash {
 };
 
 // Hash of a block whose tokens follow the block hashed as `parent` (nullptr for the first block).
-BlockHash hash_block(const BlockHash* parent, std::span<const int32_t> token_ids);
+// n_generated: how many of its tokens (its last ones) the model generated, for models whose KV
+// depends on provenance (CausalLM::kv_depends_on_provenance), else 0. A block with generated
+// tokens never hashes like the same tokens all in a prompt; with n_generated 0 the hash is that
+// of the tokens alone.
+BlockHash hash_block(const BlockHash* parent, std::span<const int32_t> token_ids, int n_generated = 0);
 
 }  // namespace deepinfer
 

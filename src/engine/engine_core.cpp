@@ -47,7 +47,8 @@ EngineCore::EngineCore(CausalLM& model, const EngineOptions& options, std::uniqu
     : model_(model),
       options_(options),
       cache_(std::move(cache)),
-      kv_(options.block_size, kind_blocks(cache_->info()), options.enable_prefix_caching),
+      kv_(options.block_size, kind_blocks(cache_->info()), options.enable_prefix_caching,
+          model.kv_depends_on_provenance()),
       scheduler_({options.max_num_batched_tokens, options.max_num_seqs}, kv_),
       runner_(model, *cache_),
       sampler_(model.info().vocab_size),
@@ -365,7 +366,7 @@ EngineStats EngineCore::stats() const {
 
 namespace {
 
-// Chained hashes of the first n_blocks blocks of tokens.
+// Chained hashes of the first n_blocks blocks of tokens, all of them prompt tokens.
 std::vector<BlockHash> prefix_hashes(std::span<const int32_t> tokens, int n_blocks, int block_size) {
   DI_CHECK(size_t(n_blocks) * size_t(block_size) <= tokens.size());
   std::vector<BlockHash> hashes;

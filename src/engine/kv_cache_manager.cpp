@@ -8,8 +8,9 @@
 
 namespace deepinfer {
 
-KvCacheManager::KvCacheManager(int block_size, const std::vector<KvKindBlocks>& kinds, bool enable_prefix_caching)
-    : block_size_(block_size), prefix_caching_(enable_prefix_caching) {
+KvCacheManager::KvCacheManager(int block_size, const std::vector<KvKindBlocks>& kinds, bool enable_prefix_caching,
+                               bool hash_provenance)
+    : block_size_(block_size), prefix_caching_(enable_prefix_caching), hash_provenance_(hash_provenance) {
   DI_CHECK(block_size > 0 && !kinds.empty() && kinds.size() <= size_t(kMaxKvKinds));
   for (const KvKindBlocks& k : kinds) {
     kinds_.emplace_back(block_size, k.lookback);
@@ -50,7 +51,10 @@ void KvCacheManager::hash_full_blocks(Sequence& seq) const {
   auto& hashes = seq.block_hashes();
   const auto tokens = seq.tokens();
   for (size_t i = hashes.size(); i < size_t(seq.n_tokens() / block_size_); ++i) {
-    hashes.push_back(hash_block(i == 0 ? nullptr : &hashes[i - 1], tokens.subspan(i * block_size_, block_size_)));
+    const int n_generated =
+        hash_provenance_ ? std::clamp(int(i + 1) * block_size_ - seq.n_prompt(), 0, block_size_) : 0;
+    hashes.push_back(
+        hash_block(i == 0 ? nullptr : &hashes[i - 1], tokens.subspan(i * block_size_, block_size_), n_generated));
   }
 }
 

@@ -3,7 +3,9 @@
 // bookkeeping (block ids, no tensors). Single-threaded (the engine thread).
 //
 // Prefix caching: once a step has computed a full block of a sequence, the block is filed in the
-// pool's index under the chained hash of its tokens (prompt or generated alike). A sequence being
+// pool's index under the chained hash of its tokens; with hash_provenance (models whose KV
+// depends on provenance, CausalLM::kv_depends_on_provenance) the hash also counts the block's
+// generated tokens (Sequence::n_prompt on), so a block holding any never matches a prompt block. A sequence being
 // admitted takes every filed block of its leading full blocks instead of recomputing them; the
 // last token is always recomputed, since the step that computes it yields the next logits.
 // Blocks of finished or preempted sequences stay filed while free and are evicted least recently
@@ -50,7 +52,8 @@ struct PrefixCacheStats {
 
 class KvCacheManager {
  public:
-  KvCacheManager(int block_size, const std::vector<KvKindBlocks>& kinds, bool enable_prefix_caching);
+  KvCacheManager(int block_size, const std::vector<KvKindBlocks>& kinds, bool enable_prefix_caching,
+                 bool hash_provenance = false);
 
   int n_kinds() const { return int(kinds_.size()); }
   const BlockPool& pool(int kind = 0) const { return pools_[size_t(kind)]; }
@@ -106,6 +109,7 @@ class KvCacheManager {
   int block_size_;
   std::vector<KvKind> kinds_;
   bool prefix_caching_;
+  bool hash_provenance_;
   std::vector<BlockPool> pools_;  // [kind]
   PrefixCacheStats stats_;
 };

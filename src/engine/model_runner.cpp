@@ -12,6 +12,7 @@ std::span<const float> ModelRunner::execute(const SchedulerOutput& out) {
   batch_.positions.clear();
   batch_.seqs.clear();
   batch_.logit_rows.clear();
+  batch_.prompt_rows.clear();
   for (const ScheduledChunk& c : out.chunks) {
     const Sequence& seq = *c.seq;
     const int32_t row_begin = int32_t(batch_.token_ids.size());
@@ -19,6 +20,7 @@ std::span<const float> ModelRunner::execute(const SchedulerOutput& out) {
     for (int p = begin; p < end; ++p) {
       batch_.token_ids.push_back(seq.tokens()[size_t(p)]);
       batch_.positions.push_back(p);
+      batch_.prompt_rows.push_back(p < seq.n_prompt() ? 1 : 0);
     }
     BatchSequence bs{row_begin, c.n_new, end, {}};
     for (size_t k = 0; k < seq.block_tables().size(); ++k) bs.block_tables[k] = seq.block_tables()[k].data();

@@ -1,6 +1,7 @@
 // ModelRunner: executes one scheduled step on the model. It performs the step's block copies,
-// assembles the ForwardBatch (each chunk's token ids and positions, its block table, and a logit
-// row for every chunk that ends at its sequence's last token), and runs one forward over all
+// assembles the ForwardBatch (each chunk's token ids, positions and provenance (prompt where the
+// position is below the sequence's prompt length), its block table, and a logit row for every
+// chunk that ends at its sequence's last token), and runs one forward over all
 // chunks together. Engine thread only.
 #pragma once
 

@@ -1,6 +1,7 @@
 // Blocks of a prompt's prefix held for a transfer between two workers' caches (prefill/decode
 // disaggregation, dist/pd), outside any sequence. Block `index` of a prompt covers its tokens
-// [index * block_size, (index + 1) * block_size) and is filed under their chained hash; a
+// [index * block_size, (index + 1) * block_size) and is filed under their chained hash (as prompt
+// tokens: both workers computed them as prompt, so provenance adds nothing to the hash); a
 // PinnedBlock holds one reference on `block` of kind `kind`, so it is neither evicted nor handed
 // out again until EngineCore::unpin drops it (or a request it was handed to is admitted).
 //

@@ -3,8 +3,19 @@
 //
 // Thread safety: forward() is called from the engine thread only; it may use OpenMP inside.
 // Determinism contract (batch invariance): the logits of a row depend only on that row's
-// sequence (its tokens and positions, and its cached KV), never on which other sequences share
-// the step, how its prompt was chunked, or whether its prefix came from the prefix cache.
+// sequence (its tokens and positions, its tokens' provenance, and its cached KV), never on which
+// other sequences share the step, how its prompt was chunked, whether it was preempted and
+// recomputed, or whether its prefix came from the prefix cache.
+//
+// Provenance: a model may compute a token's state by one of two formulations according to where
+// the token came from (ForwardBatch::prompt_rows): tokens that came in the request's prompt by the
+// prefill formulation, tokens the model generated (sampled, recomputed after preemption, or
+// speculative drafts) by the decode formulation. DeepSeek-V2/V3 do (MLA expanded to per-head K/V
+// for prompt rows, absorbed for generated rows: model/deepseek/model.h); a model says so with
+// kv_depends_on_provenance(), and the engine then files a cached block under a hash that
+// includes how many of its tokens were generated, so a block holding generated tokens never
+// serves as a prompt block (the next turn of a conversation computes the previous answer again,
+// once, as prompt).
 #pragma once
 
 #include <array>
@@ -90,6 +101,10 @@ class CausalLM {
   // Preconditions (checked): block tables cover n_ctx, positions < max_position_embeddings,
   // token ids < vocab_size (callers validate user input before it gets here).
   virtual void forward(const ForwardBatch& batch, const KvCacheView& kv, float* logits) = 0;
+
+  // Whether a token's cached state depends on its provenance (see the contract above). False:
+  // ForwardBatch::prompt_rows changes nothing.
+  virtual bool kv_depends_on_provenance() const { return false; }
 
   // Whether draft() is available: the model was loaded with ModelOptions::mtp_drafting and its
   // forward keeps the predictor's state in its kinds.

@@ -96,8 +96,14 @@ struct ForwardBatch {
   std::vector<int32_t> positions;      // [n_rows]; row r of sequence s: s.n_ctx - s.n_new + (r - s.row_begin)
   std::vector<BatchSequence> seqs;     // rows are contiguous per sequence, in this order
   std::vector<int32_t> logit_rows;     // rows whose next-token logits are wanted, ascending
+  // Provenance (CausalLM's determinism contract): [n_rows], 1 where the row's token came in its
+  // request's prompt (position < the prompt's length), 0 where the model generated it (sampled
+  // tokens, also when a preempted sequence recomputes them, and speculative drafts). Empty:
+  // every row is a generated row.
+  std::vector<uint8_t> prompt_rows;
 
   size_t n_rows() const { return token_ids.size(); }
+  bool is_prompt_row(size_t row) const { return !prompt_rows.empty() && prompt_rows[row] != 0; }
 };
 
 }  // namespace deepinfer

@@ -111,6 +111,66 @@ TEST(PrefixCache, DisabledMeansNoHits) {
   EXPECT_EQ(kv.pool().n_filed(), 0);
 }
 
+// A sequence of prompt `prompt` that generated `generated`, all computed and filed.
+Sequence generate_and_compute(KvCacheManager& kv, int64_t id, std::vector<int32_t> prompt,
+                              const std::vector<int32_t>& generated) {
+  Sequence s = make_seq(id, std::move(prompt));
+  admit_and_compute(kv, s);
+  std::vector<BlockCopy> copies;
+  for (const int32_t t : generated) {
+    s.append_token(t);
+    EXPECT_TRUE(kv.allocate(s, 1, copies));
+    s.set_n_computed(s.n_tokens());
+    kv.file_computed_blocks(s);
+  }
+  return s;
+}
+
+std::vector<int32_t> concat(std::vector<int32_t> a, const std::vector<int32_t>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+TEST(PrefixCache, WithProvenanceAGeneratedBlockNeverHitsAPromptLookup) {
+  // 6 prompt tokens, then 6 generated: block 1 holds 2 prompt and 2 generated tokens, block 2
+  // only generated ones. A new prompt of the same 12 tokens (+1) hits only block 0.
+  KvCacheManager kv(kBlock, kinds(1, 16), true, /*hash_provenance=*/true);
+  const auto prompt = iota_tokens(6), answer = iota_tokens(6, 300);
+  generate_and_compute(kv, 0, prompt, answer);
+  EXPECT_EQ(kv.pool().n_filed(), 3);
+  Sequence again = make_seq(1, concat(concat(prompt, answer), {7}));
+  EXPECT_EQ(kv.n_prefix_hit_tokens(again), 4);
+}
+
+TEST(PrefixCache, WithoutProvenanceGeneratedBlocksHitAsBefore) {
+  KvCacheManager kv(kBlock, kinds(1, 16), true);
+  const auto prompt = iota_tokens(6), answer = iota_tokens(6, 300);
+  generate_and_compute(kv, 0, prompt, answer);
+  Sequence again = make_seq(1, concat(concat(prompt, answer), {7}));
+  EXPECT_EQ(kv.n_prefix_hit_tokens(again), 12);
+}
+
+TEST(PrefixCache, ASecondTurnHitsOnlyThePromptBlocksOfTheFirst) {
+  // Turn 1: an 8-token prompt (two whole prompt blocks) and a 5-token answer. Turn 2's prompt is
+  // turn 1's tokens and a new message: the two prompt blocks hit; the answer is computed again as
+  // prompt, and once filed, a third turn repeating it hits turn 2's blocks.
+  KvCacheManager kv(kBlock, kinds(1, 32), true, /*hash_provenance=*/true);
+  const auto prompt = iota_tokens(8), answer = iota_tokens(5, 300), message = iota_tokens(6, 600);
+  Sequence turn1 = generate_and_compute(kv, 0, prompt, answer);
+  Sequence turn2 = make_seq(1, concat(concat(prompt, answer), message));
+  EXPECT_EQ(admit_and_compute(kv, turn2), 8);
+  Sequence turn3 = make_seq(2, concat(concat(concat(prompt, answer), message), {9, 9}));
+  EXPECT_EQ(kv.n_prefix_hit_tokens(turn3), 16) << "turn 2's whole prompt blocks, the answer among them";
+}
+
+TEST(PrefixCache, APreemptedSequenceFindsItsOwnGeneratedBlocks) {
+  KvCacheManager kv(kBlock, kinds(1, 16), true, /*hash_provenance=*/true);
+  Sequence s = generate_and_compute(kv, 0, iota_tokens(6), iota_tokens(7, 300));
+  kv.free(s);  // preempted (as the scheduler does): recomputed from its tokens
+  s.set_n_computed(0);
+  EXPECT_EQ(kv.n_prefix_hit_tokens(s), 12);
+}
+
 TEST(KvCacheManager, AdmitFailsWithoutChangingAnything) {
   KvCacheManager kv(kBlock, kinds(1, 3), true);
   Sequence a = make_seq(0, iota_tokens(8));
