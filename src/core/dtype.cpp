@@ -14,6 +14,7 @@ size_t dtype_size(DType t) {
     case DType::I8: return 1;
     case DType::I64: return 8;
     case DType::F8_E8M0: return 1;
+    case DType::F4_E2M1: return 1;
   }
   return 0;
 }
@@ -27,6 +28,7 @@ std::string_view dtype_name(DType t) {
     case DType::I8: return "I8";
     case DType::I64: return "I64";
     case DType::F8_E8M0: return "F8_E8M0";
+    case DType::F4_E2M1: return "F4_E2M1";
   }
   return "?";
 }

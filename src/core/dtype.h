@@ -2,7 +2,9 @@
 // bf16 and f16 are stored as raw uint16_t bits; fp8 e4m3 (OCP "fn": no infinities,
 // max 448, 0x7f/0xff are NaN) as uint8_t bits. I8, I64 and F8_E8M0 (UE8M0 power-of-two scales,
 // byte e means 2^(e - 127)) are storage types of checkpoints only (packed FP4 nibbles, hash-router
-// tables, block scales); no kernel computes in them.
+// tables, block scales); no kernel computes in them. F4_E2M1 is a weight layout, not a
+// checkpoint dtype (checkpoints store it as I8 [n, k / 2]): e2m1 nibbles packed two per byte, element
+// 2i in the low nibble of byte i, values kE2M1ToF32; dtype_size gives 1, the byte holding two.
 #pragma once
 
 #include <array>
@@ -13,7 +15,7 @@
 
 namespace deepinfer {
 
-enum class DType : uint8_t { F32, F16, BF16, F8_E4M3, I8, I64, F8_E8M0 };
+enum class DType : uint8_t { F32, F16, BF16, F8_E4M3, I8, I64, F8_E8M0, F4_E2M1 };
 
 size_t dtype_size(DType t);
 std::string_view dtype_name(DType t);              // safetensors spelling: "F32", "BF16", ...
@@ -43,6 +45,14 @@ float ue8m0_to_f32(uint8_t e);
 // Exact value of every e4m3 code, from a 256-entry table.
 extern const std::array<float, 256> kFp8E4M3ToF32;
 inline float fp8_e4m3_to_f32(uint8_t bits) { return kFp8E4M3ToF32[bits]; }
+
+// E2M1 (FP4) nibble values: sign in bit 3, then 2 exponent bits and 1 mantissa bit.
+inline constexpr float kE2M1ToF32[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
+                                         -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+// Element j of a packed F4_E2M1 row.
+inline float fp4_e2m1_at(const uint8_t* packed, int64_t j) {
+  return kE2M1ToF32[(packed[j / 2] >> (j % 2 ? 4 : 0)) & 15];
+}
 
 // Round to nearest even, saturating to +-448 (as torch's float8_e4m3fn cast of finite values).
 uint8_t f32_to_fp8_e4m3(float f);

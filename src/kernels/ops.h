@@ -17,25 +17,28 @@ namespace deepinfer {
 
 // A linear layer's weight W: [n_out, n_in], row-major, in stored precision; y = x W^T.
 struct LinearWeight {
-  DType dtype = DType::BF16;        // F32, F16, BF16 or F8_E4M3
-  const void* data = nullptr;       // [n_out, n_in], aligned to the element size
+  DType dtype = DType::BF16;        // F32, F16, BF16, F8_E4M3 or F4_E2M1
+  const void* data = nullptr;       // [n_out, n_in], aligned to the element size; F4_E2M1: [n_out, n_in / 2] bytes
   int64_t n_out = 0;
   int64_t n_in = 0;
   const float* scale_inv = nullptr;  // F8_E4M3 only: [ceil(n_out / block_rows), ceil(n_in / block_cols)]
   int block_rows = 128;
   int block_cols = 128;
-  // F32, or BF16 (bf16 weights, and fp8 weights whose block_cols is a multiple of 32; see
+  // F32, or BF16 (bf16 and FP4 weights, and fp8 weights whose block_cols is a multiple of 32; see
   // admits_bf16_activations): linear, swiglu and moe round each input activation to bf16
   // (nearest even) before its products with this weight; on CPUs with AVX-512 BF16 the products
   // then run as bf16 dot products, twice the f32 FMA rate (fp8 weights: converted to bf16
   // exactly, each block's partial dot product scaled). Per element and per row, so batch
   // invariance holds.
   DType act_dtype = DType::F32;
+  // F4_E2M1 only (n_in a multiple of 32): [n_out, n_in / 32] UE8M0 bytes, none 0xff;
+  // W[i, j] = E2M1(nibble j of row i) * 2^(scale_e8m0[i, j / 32] - 127), exact in bf16 and f32.
+  const uint8_t* scale_e8m0 = nullptr;
 };
 
 // Whether `w` may take act_dtype BF16.
 inline bool admits_bf16_activations(const LinearWeight& w) {
-  return w.dtype == DType::BF16 || (w.dtype == DType::F8_E4M3 && w.block_cols % 32 == 0);
+  return w.dtype == DType::BF16 || w.dtype == DType::F4_E2M1 || (w.dtype == DType::F8_E4M3 && w.block_cols % 32 == 0);
 }
 
 struct LinearParams {
@@ -129,6 +132,38 @@ struct MlaAttentionParams {
   DType score_dtype = DType::F32;
 };
 
+// Expanded MLA attention (the prefill formulation, CausalLM's provenance rule) of every batch row
+// over its sequence's cached positions [0, position]. Each cached latent c[t] is expanded by
+// kv_b_proj (W) to per-head keys and values:
+//   k_nope[t, h, d] = W[h * (qk_nope + v) + d] . c[t],   v[t, h, j] = W[h * (qk_nope + v) + qk_nope + j] . c[t];
+//   score[t, h] = (q_nope[h] . k_nope[t, h] + q_pe[h] . k_pe[t]) * softmax_scale;
+//   out[h] = softmax(score[., h]) @ v[., h].
+// A position's K/V is a function of its latent alone (one GEMM per block of positions through the
+// batch-invariant linear kernels), and each row reduces over absolute key blocks in a fixed order,
+// so a row's output does not depend on the other rows, on its sequence's chunking or on threads.
+struct MlaExpandedAttentionParams {
+  const float* q = nullptr;  // row r, head h: q + r * ld_q + h * ld_q_head: [qk_nope_head_dim | qk_rope_head_dim roped]
+  int64_t ld_q = 0;
+  int64_t ld_q_head = 0;
+  float* out = nullptr;      // [n_rows, ld_out]: head h's values at columns [h * v_head_dim, (h + 1) * v_head_dim)
+  int64_t ld_out = 0;
+  const LinearWeight* w_kv_b = nullptr;  // [n_heads * (qk_nope + v_head_dim), kv_lora_rank]
+  int n_heads = 0;
+  int qk_nope_head_dim = 0;
+  int v_head_dim = 0;
+  float softmax_scale = 1.0f;
+  const ForwardBatch* batch = nullptr;  // every row is computed (the caller picks the prompt rows)
+  const uint8_t* cache = nullptr;  // one layer: [num_blocks, block_size, layout.bytes_per_token()]
+  MlaCacheLayout layout;
+  int block_size = 0;
+  int kind = 0;                    // which of each sequence's block tables indexes `cache`
+  // F32: every product in f32 (latents widened). BF16 (bf16 cache only): the cached latents
+  // multiply kv_b_proj as stored (bf16 activations, where admits_bf16_activations(*w_kv_b)),
+  // queries, expanded keys and values and the softmax weights are rounded to bf16, and both the
+  // scores and the value sums are bf16 dot products (f32 accumulation).
+  DType dot_dtype = DType::F32;
+};
+
 // y[r, i] = silu(gate_up[r, i]) * gate_up[r, n + i], for i < n.
 struct SiluMulParams {
   const float* gate_up = nullptr;  // [m, ld_in]: gate in columns [0, n), up in [n, 2n)
@@ -194,6 +229,7 @@ class Backend {
   virtual void mla_absorb_query(const MlaAbsorbQueryParams& p) = 0;
   virtual void mla_project_value(const MlaProjectValueParams& p) = 0;
   virtual void mla_attention(const MlaAttentionParams& p) = 0;
+  virtual void mla_expanded_attention(const MlaExpandedAttentionParams& p) = 0;
   virtual void silu_mul(const SiluMulParams& p) = 0;
   virtual void swiglu(const SwigluParams& p) = 0;
   virtual void moe(const MoeParams& p) = 0;

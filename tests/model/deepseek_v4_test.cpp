@@ -120,22 +120,52 @@ TEST(DeepseekV4Weights, BrokenTensorsAreNamed) {
   EXPECT_NE(e.find("tensor 'layers.0.attn.wq_b.weight' must be BF16, F16, F32 or F8_E4M3, is I8"), std::string::npos) << e;
 }
 
+// FP4 experts stay packed in the mapping (4.25 bits per weight); a NaN scale byte is refused,
+// named with the tensor and its place.
+TEST(DeepseekV4Weights, Fp4ExpertsStayPackedAndNanScalesAreNamed) {
+  {
+    auto m = load_causal_lm("tests/data/models/tiny-v4-fp8");
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    const ExpertWeights& e = static_cast<const DeepseekV4Model&>(**m).weights().layers[1].experts[3];
+    EXPECT_EQ(e.w2.dtype, DType::F4_E2M1);
+    EXPECT_NE(e.w2.scale_e8m0, nullptr);
+    EXPECT_EQ(e.w2.n_in % 32, 0);
+  }
+  const std::string src = "tests/data/models/tiny-v4-fp8";
+  std::string bytes = read_text_file(src + "/model.safetensors").value();
+  uint64_t n = 0;
+  for (int i = 0; i < 8; ++i) n |= uint64_t(uint8_t(bytes[size_t(i)])) << (8 * i);
+  const auto header = nlohmann::json::parse(bytes.substr(8, n));
+  const auto& scale = header["layers.1.ffn.experts.3.w2.scale"];
+  const int64_t cols = scale["shape"][1].get<int64_t>();
+  bytes[size_t(8 + n + scale["data_offsets"][0].get<uint64_t>() + 2 * cols + 1)] = char(0xff);  // [2, 1]
+  testing::TempDir dir("v4-nan-scale");
+  testing::write_file(dir.path() / "config.json", read_text_file(src + "/config.json").value());
+  testing::write_file(dir.path() / "model.safetensors", bytes);
+  auto m = load_causal_lm(dir.path().string());
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("model.safetensors: tensor 'layers.1.ffn.experts.3.w2.scale' holds the NaN scale "
+                                      "0xff at [2, 1]"),
+            std::string::npos)
+      << m.status().message();
+}
+
 // Expected values by the README's rule: nibble (low first) -> E2M1 table, times 2^(e - 127).
 TEST(BlockScaledWeights, Fp4NibblesAndUe8m0Scales) {
   std::vector<uint8_t> packed(16), scales = {127 + 2};  // one row of 32 inputs, scale 4
   packed[0] = 0x71;                                      // j=0: nibble 1 (0.5), j=1: nibble 7 (6)
   packed[1] = 0xF8;                                      // j=2: nibble 8 (-0), j=3: nibble 15 (-6)
   packed[15] = 0x2D;                                     // j=30: nibble 13 (-3), j=31: nibble 2 (1)
-  std::vector<uint16_t> out(32);
-  fp4_e2m1_to_bf16(packed.data(), scales.data(), 1, 32, out.data());
-  EXPECT_EQ(bf16_to_f32(out[0]), 2.0f);
-  EXPECT_EQ(bf16_to_f32(out[1]), 24.0f);
-  EXPECT_EQ(bf16_to_f32(out[2]), 0.0f);
-  EXPECT_TRUE(std::signbit(bf16_to_f32(out[2])));
-  EXPECT_EQ(bf16_to_f32(out[3]), -24.0f);
-  EXPECT_EQ(bf16_to_f32(out[4]), 0.0f);
-  EXPECT_EQ(bf16_to_f32(out[30]), -12.0f);
-  EXPECT_EQ(bf16_to_f32(out[31]), 4.0f);
+  std::vector<float> out(32);  // as the kernels read an F4_E2M1 weight (tests/kernels/fp4_gemm_test.cpp)
+  for (int j = 0; j < 32; ++j) out[size_t(j)] = fp4_e2m1_at(packed.data(), j) * ue8m0_to_f32(scales[0]);
+  EXPECT_EQ(out[0], 2.0f);
+  EXPECT_EQ(out[1], 24.0f);
+  EXPECT_EQ(out[2], 0.0f);
+  EXPECT_TRUE(std::signbit(out[2]));
+  EXPECT_EQ(out[3], -24.0f);
+  EXPECT_EQ(out[4], 0.0f);
+  EXPECT_EQ(out[30], -12.0f);
+  EXPECT_EQ(out[31], 4.0f);
   float s[3];
   const uint8_t e[3] = {127, 0, 134};
   ue8m0_to_f32(e, 3, s);

@@ -2,14 +2,17 @@
 // src/kernels/CMakeLists.txt). Only entered when the CPU supports it (isa.h).
 #include "kernels/cpu/simd_avx2.h"
 #include "kernels/cpu/gemm_kernels.h"
+#include "kernels/cpu/fp4_widen_avx2.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/mla_attention_kernels.h"
+#include "kernels/cpu/mla_expanded_attention_kernels.h"
 
 namespace deepinfer::cpu {
 
 const KernelTable kAvx2Kernels = {
-    &linear_block<Avx2>,       &swiglu_block<Avx2>,       &outer_block<Avx2>,
-    &linear_block_bf16x<Avx2>, &swiglu_block_bf16x<Avx2>, &round_to_bf16<Avx2>,
-    &mla_attend_row<Avx2>};
+    &linear_block_any<Avx2>,       &swiglu_block_any<Avx2>,       &outer_block<Avx2>,
+    &linear_block_bf16x_any<Avx2>, &swiglu_block_bf16x_any<Avx2>, &round_to_bf16<Avx2>,
+    &mla_attend_row<Avx2>,
+    &mla_expanded_attend_chunk<Avx2>};
 
 }  // namespace deepinfer::cpu

@@ -4,14 +4,17 @@
 // (simd_avx512_bf16.h).
 #include "kernels/cpu/simd_avx512_bf16.h"
 #include "kernels/cpu/gemm_kernels.h"
+#include "kernels/cpu/fp4_widen_avx512_bf16.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/mla_attention_kernels.h"
+#include "kernels/cpu/mla_expanded_pair_values.h"
 
 namespace deepinfer::cpu {
 
 const KernelTable kAvx512Bf16Kernels = {
     kAvx512Kernels.linear_block,    kAvx512Kernels.swiglu_block,    kAvx512Kernels.outer_block,
-    &linear_block_bf16x<Avx512Bf16>, &swiglu_block_bf16x<Avx512Bf16>, &round_to_bf16<Avx512Bf16>,
-    &mla_attend_row<Avx512Bf16>};
+    &linear_block_bf16x_any<Avx512Bf16>, &swiglu_block_bf16x_any<Avx512Bf16>, &round_to_bf16<Avx512Bf16>,
+    &mla_attend_row<Avx512Bf16>,
+    &mla_expanded_attend_chunk<Avx512Bf16>};
 
 }  // namespace deepinfer::cpu

@@ -25,12 +25,9 @@ constexpr int kFp4ScaleBlock = 32;  // inputs per FP4 scale
 // UE8M0 bytes to f32 powers of two (the kernels' F8_E4M3 scale_inv).
 void ue8m0_to_f32(const uint8_t* scales, int64_t n, float* out);
 
-// Expands FP4 e2m1 weights to bf16 [n_out, n_in], exactly (every value is a small multiple of a
-// power of two). n_in must be a multiple of 32.
-void fp4_e2m1_to_bf16(const uint8_t* packed, const uint8_t* scales, int64_t n_out, int64_t n_in, uint16_t* out);
-
-// Binds tensors of `ckpt`, remembering the first error. Realigned copies, f32 scales and bf16
-// expansions go to `owned`; parameters and stored bytes are added to n_params / n_bytes.
+// Binds tensors of `ckpt`, remembering the first error. Realigned copies and f32 scales go to
+// `owned`; FP4 weights stay packed in the mapping (LinearWeight F4_E2M1 with scale_e8m0);
+// parameters and stored bytes are added to n_params / n_bytes.
 class BlockScaledBinder {
  public:
   BlockScaledBinder(const Checkpoint& ckpt, const std::string& dir, const Fp8Quantization& quant,
@@ -43,7 +40,7 @@ class BlockScaledBinder {
   }
 
   // `prefix`.weight [n_out, n_in]: BF16/F16/F32, or F8_E4M3 with `prefix`.scale; with `fp4_ok`
-  // (routed experts) also I8 packed FP4 with `prefix`.scale per 32 inputs.
+  // (routed experts) also I8 packed FP4 with `prefix`.scale per 32 inputs (no scale byte 0xff, NaN).
   LinearWeight linear(const std::string& prefix, int64_t n_out, int64_t n_in, bool fp4_ok = false);
   // An F32/BF16/F16 tensor of `shape`, as f32 (norms, biases, hyper-connection parameters).
   std::vector<float> floats(const std::string& name, const std::vector<int64_t>& shape);

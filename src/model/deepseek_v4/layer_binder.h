@@ -50,7 +50,7 @@ class V4LayerBinder : public BlockScaledBinder {
   // the caller's.
   SqrtSoftplusRouter router() const;
   // ffn.experts.E.{w1,w3,w2} for E < n_routed_experts (FP4 allowed). With a placement (expert
-  // parallelism) only the experts it holds are read (and expanded); the others stay unbound.
+  // parallelism) only the experts it holds are read; the others stay unbound.
   std::vector<ExpertWeights> routed_experts(const std::string& p, const ExpertPlacement* placement = nullptr);
   // ffn.shared_experts.{w1,w3,w2}, n_shared_experts * moe_intermediate_size wide.
   ExpertWeights shared_experts(const std::string& p);

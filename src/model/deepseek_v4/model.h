@@ -28,7 +28,7 @@ class V4MtpBlock;
 class DeepseekV4Model final : public CausalLM {
  public:
   // With options.expert_group, this rank binds only its slice of every main layer's routed
-  // experts (FP4 ones expanded for those only) and runs the MoE layers across the group
+  // experts (only their pages are read) and runs the MoE layers across the group
   // (expert_parallel_moe.h): rows are routed here (the hash-routed layers by token id), the
   // clamped experts run on the rank holding them, and the combine keeps clamped_moe's order, so
   // outputs are bitwise one process's. Not with EPLB or MTP drafting (errors).

@@ -2,8 +2,8 @@
 // embed.weight, layers.N.attn.wq_a.weight, ..., mtp.0.*), bound by name with every shape and
 // dtype checked against the config; errors name the file and tensor. Linear weights stay in the
 // checkpoint's mapping in stored precision (BF16, or F8_E4M3 with UE8M0 block scales, converted
-// to f32 scales); FP4 e2m1 routed experts (I8 packed nibbles, UE8M0 scales per 32) are expanded
-// to bf16 at load, which holds every FP4 value times a power of two exactly.
+// to f32 scales); FP4 e2m1 routed experts (I8 packed nibbles, UE8M0 scales per 32) stay packed
+// in the mapping too (LinearWeight F4_E2M1), which the kernels read at 4.25 bits per weight.
 #pragma once
 
 #include <deque>
@@ -67,20 +67,19 @@ struct DeepseekV4Weights {
   size_t n_params = 0;  // parameters in the checkpoint (FP4: two per byte), MTP included
   size_t n_bytes = 0;   // their stored bytes
 
-  // With a placement (expert parallelism), only the routed experts it holds are bound (and, FP4,
-  // expanded); the others are left unbound (null data) in every main layer.
+  // With a placement (expert parallelism), only the routed experts it holds are bound (their
+  // pages alone are read); the others are left unbound (null data) in every main layer.
   static Result<std::unique_ptr<DeepseekV4Weights>> Bind(const Checkpoint& ckpt, const DeepseekV4Config& c,
                                                          const std::string& model_dir,
                                                          const ExpertPlacement* placement = nullptr);
 
-  // Sets act_dtype BF16 on every bf16 linear weight of the main layers and the head
-  // (ModelOptions::activation_dtype): projections, compressors, indexer, experts (FP4 ones are
-  // bf16 once expanded), shared experts. Not the embedding, the routers or the f32
+  // Sets act_dtype BF16 on every bf16 or FP4 linear weight of the main layers and the head
+  // (ModelOptions::activation_dtype): projections, compressors, indexer, experts, shared experts. Not the embedding, the routers or the f32
   // hyper-connection matrices.
   void use_bf16_activations();
 
  private:
-  std::deque<std::vector<uint8_t>> owned_;  // realigned tensors, f32 scales, bf16 expansions of FP4
+  std::deque<std::vector<uint8_t>> owned_;  // realigned tensors, f32 scales
   friend class V4WeightBinder;
 };
 

@@ -1,8 +1,8 @@
 // The tensors of a DeepSeek-V4.1 checkpoint in the published layout (no "model." prefix:
 // embed.weight, layers.N.attn.wq_a.weight, ..., norm.weight, head.weight), bound by name with
 // every shape and dtype checked against the config; errors name the file and tensor. Linear
-// weights stay in stored precision (BF16, or F8_E4M3 with UE8M0 32x32 block scales); FP4 routed
-// experts are expanded to bf16 exactly (block_scaled_weights.h). Engram tables stay in the
+// weights stay in stored precision (BF16, or F8_E4M3 with UE8M0 32x32 block scales; FP4 routed
+// experts packed, block_scaled_weights.h). Engram tables stay in the
 // mapping (BF16/F32, or F8_E4M3) with their per-row block scales. Set aside, recognized by
 // prefix: the DSpark draft blocks (mtp.*) and the vision tower (vision.*, aligner.*, image_*).
 #pragma once
@@ -85,8 +85,8 @@ struct DeepseekV41Weights {
   size_t n_bytes = 0;       // their stored bytes
   size_t n_set_aside = 0;   // tensors recognized and not used: mtp.*, vision tower
 
-  // With a placement (expert parallelism), only the routed experts it holds are bound (and, FP4,
-  // expanded); the others are left unbound (null data) in every layer.
+  // With a placement (expert parallelism), only the routed experts it holds are bound (their
+  // pages alone are read); the others are left unbound (null data) in every layer.
   static Result<std::unique_ptr<DeepseekV41Weights>> Bind(const Checkpoint& ckpt, const DeepseekV41Config& c,
                                                           const std::string& model_dir,
                                                           const ExpertPlacement* placement = nullptr);

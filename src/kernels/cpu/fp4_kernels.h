@@ -1,0 +1,179 @@
+// Kernels for FP4 weights (DType::F4_E2M1: e2m1 nibbles packed two per byte, a UE8M0 scale per 32
+// inputs; LinearWeight::scale_e8m0), included by kernels_<isa>.cpp after gemm_kernels.h and the
+// ISA's Fp4Widen specialization (fp4_widen_<isa>.h; the primary template below is the scalar one).
+//
+// Every FP4 value times its power-of-two scale is exact in f32 and in bf16, so the weights are
+// widened exactly: for each tile of 4 weight rows and pass of activation rows, the 4 rows become f32
+// (f32 activations, or bf16 ones on an ISA without bf16 dot products) or bf16 (bf16 activations
+// with V::kBf16Dot) in a per-thread scratch, and the bf16 kernels' own dot tiles (gemm_kernels.h
+// dot_rows over F32 or BF16 rows) run on it. Each output is therefore computed by exactly the
+// operations the same weights expanded to bf16 get from linear_block / swiglu_block: the results
+// are bitwise those of the expanded weights on the same ISA, and independent of m and the tiling.
+// (The only difference a bf16 expansion could show, a bf16 denormal weight where the widening
+// gives a zero, is none: VDPBF16PS reads denormals as zero, and the f32 widening keeps them.)
+#pragma once
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+#include <vector>
+
+#include "core/dtype.h"
+#include "kernels/cpu/gemm_kernels.h"
+#include "kernels/ops.h"
+
+namespace deepinfer::cpu {
+namespace {  // each ISA's translation unit gets its own copy
+
+// 2^(e - 127) for every UE8M0 byte e (0xff, NaN in the format, gives NaN; binders refuse it).
+constexpr std::array<float, 256> make_ue8m0_table() {
+  std::array<float, 256> t{};
+  for (int e = 0; e < 255; ++e) {
+    float v = 1.0f;
+    for (int i = e; i > 127; --i) v *= 2.0f;
+    for (int i = e; i < 127; ++i) v *= 0.5f;
+    t[size_t(e)] = v;
+  }
+  t[255] = __builtin_nanf("");
+  return t;
+}
+inline constexpr std::array<float, 256> kUe8m0ToF32 = make_ue8m0_table();
+
+constexpr int kFp4Block = 32;  // inputs per scale byte
+
+// Widening of packed FP4 rows, specialized per ISA. n: elements, a multiple of 32; packed: [n / 2];
+// scales: [n / 32].
+template <class V>
+struct Fp4Widen {
+  // out[j] = E2M1(nibble j) * 2^(scales[j / 32] - 127), as f32 (exact).
+  static void to_f32(const uint8_t* packed, const uint8_t* scales, int64_t n, float* out) {
+    for (int64_t b = 0; b < n / kFp4Block; ++b) {
+      const float s = kUe8m0ToF32[scales[b]];
+      for (int64_t j = b * kFp4Block; j < (b + 1) * kFp4Block; ++j) out[j] = fp4_e2m1_at(packed, j) * s;
+    }
+  }
+};
+
+// Per-thread scratch of one tile's 4 widened weight rows.
+template <class E>
+E* fp4_scratch(int64_t n_in) {
+  thread_local std::vector<E> rows;
+  if (rows.size() < size_t(4 * n_in)) rows.resize(size_t(4 * n_in));
+  return rows.data();
+}
+
+// The FP4 entry check (the drivers' check_weight knows the other dtypes).
+inline void check_fp4(const LinearWeight& w) {
+  DI_CHECK_MSG(w.scale_e8m0 != nullptr && w.n_in % kFp4Block == 0, "FP4 weights need scale_e8m0 and n_in a multiple of 32");
+}
+
+// out[i * 4 + j] = dot(x[i], W[o[j]]) for i < m, j < 4 (see the header: the bf16 kernels' tiles on
+// the rows widened exactly).
+template <class V, class XE>
+void fp4_dot_rows(const XE* const* x, int64_t m, const LinearWeight* const (&w)[4], const int64_t (&o)[4],
+                  float* out) {
+  const int64_t n = w[0]->n_in;
+  const auto packed = [&](int j) { return static_cast<const uint8_t*>(w[j]->data) + o[j] * (n / 2); };
+  const auto scales = [&](int j) { return w[j]->scale_e8m0 + o[j] * (n / kFp4Block); };
+  if constexpr (std::is_same_v<XE, uint16_t> && requires { V::kBf16Dot; }) {
+    uint16_t* s = fp4_scratch<uint16_t>(n);
+    WeightRow<uint16_t> rows[4];
+    for (int j = 0; j < 4; ++j) {
+      Fp4Widen<V>::to_bf16(packed(j), scales(j), n, s + j * n);
+      rows[j] = {s + j * n, nullptr};
+    }
+    dot_rows<V, WeightReader<V, DType::BF16>, XE>(x, m, rows, n, n, out);
+  } else {
+    float* s = fp4_scratch<float>(n);
+    WeightRow<float> rows[4];
+    for (int j = 0; j < 4; ++j) {
+      Fp4Widen<V>::to_f32(packed(j), scales(j), n, s + j * n);
+      rows[j] = {s + j * n, nullptr};
+    }
+    dot_rows<V, WeightReader<V, DType::F32>, XE>(x, m, rows, n, n, out);
+  }
+}
+
+// As linear_block_t (gemm_kernels.h): tiles of 4 outputs taken from the block's 4 quarters, passes
+// of kRowsPerPass activation rows.
+template <class V, class XE>
+void fp4_linear_block(const XE* const* x, int64_t m, const LinearWeight& w, int64_t o_begin, int64_t o_end, float* y,
+                      int64_t ldy) {
+  check_fp4(w);
+  const int64_t quarter = (o_end - o_begin + 3) / 4;
+  const LinearWeight* const ws[4] = {&w, &w, &w, &w};
+  float out[kRowsPerPass * 4];
+  for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
+    const int64_t mr = std::min(kRowsPerPass, m - r0);
+    for (int64_t t = 0; t < quarter; ++t) {
+      int64_t o[4], row[4];
+      for (int j = 0; j < 4; ++j) {
+        o[j] = o_begin + t + j * quarter;
+        row[j] = std::min(o[j], o_end - 1);
+      }
+      fp4_dot_rows<V, XE>(x + r0, mr, ws, row, out);
+      for (int64_t i = 0; i < mr; ++i)
+        for (int j = 0; j < 4; ++j)
+          if (o[j] < o_end) y[(r0 + i) * ldy + (o[j] - o_begin)] = out[i * 4 + j];
+    }
+  }
+}
+
+// As swiglu_block_t: tile t holds gate and up rows o_begin + t and o_begin + t + half.
+template <class V, class XE>
+void fp4_swiglu_block(const XE* const* x, int64_t m, const LinearWeight& gate, const LinearWeight& up,
+                      int64_t o_begin, int64_t o_end, float* y, int64_t ldy) {
+  check_fp4(gate);
+  check_fp4(up);
+  const int64_t half = (o_end - o_begin + 1) / 2;
+  const LinearWeight* const ws[4] = {&gate, &gate, &up, &up};
+  float out[kRowsPerPass * 4];
+  for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
+    const int64_t mr = std::min(kRowsPerPass, m - r0);
+    for (int64_t t = 0; t < half; ++t) {
+      const int64_t o[2] = {o_begin + t, o_begin + t + half};
+      const int64_t o1 = std::min(o[1], o_end - 1);
+      const int64_t row[4] = {o[0], o1, o[0], o1};
+      fp4_dot_rows<V, XE>(x + r0, mr, ws, row, out);
+      for (int64_t i = 0; i < mr; ++i)
+        for (int j = 0; j < 2; ++j) {
+          if (o[j] >= o_end) continue;
+          const float g = out[i * 4 + j], u = out[i * 4 + 2 + j];
+          y[(r0 + i) * ldy + (o[j] - o_begin)] = g / (1.0f + std::exp(-g)) * u;
+        }
+    }
+  }
+}
+
+// The kernel table's entries: FP4 weights here, every other dtype to gemm_kernels.h.
+template <class V>
+void linear_block_any(const float* const* x, int64_t m, const LinearWeight& w, int64_t o_begin, int64_t o_end, float* y,
+                      int64_t ldy) {
+  if (w.dtype == DType::F4_E2M1) return fp4_linear_block<V, float>(x, m, w, o_begin, o_end, y, ldy);
+  linear_block<V>(x, m, w, o_begin, o_end, y, ldy);
+}
+
+template <class V>
+void swiglu_block_any(const float* const* x, int64_t m, const LinearWeight& gate, const LinearWeight& up,
+                      int64_t o_begin, int64_t o_end, float* y, int64_t ldy) {
+  if (gate.dtype == DType::F4_E2M1) return fp4_swiglu_block<V, float>(x, m, gate, up, o_begin, o_end, y, ldy);
+  swiglu_block<V>(x, m, gate, up, o_begin, o_end, y, ldy);
+}
+
+template <class V>
+void linear_block_bf16x_any(const uint16_t* const* x, int64_t m, const LinearWeight& w, int64_t o_begin,
+                            int64_t o_end, float* y, int64_t ldy) {
+  if (w.dtype == DType::F4_E2M1) return fp4_linear_block<V, uint16_t>(x, m, w, o_begin, o_end, y, ldy);
+  linear_block_bf16x<V>(x, m, w, o_begin, o_end, y, ldy);
+}
+
+template <class V>
+void swiglu_block_bf16x_any(const uint16_t* const* x, int64_t m, const LinearWeight& gate, const LinearWeight& up,
+                            int64_t o_begin, int64_t o_end, float* y, int64_t ldy) {
+  if (gate.dtype == DType::F4_E2M1) return fp4_swiglu_block<V, uint16_t>(x, m, gate, up, o_begin, o_end, y, ldy);
+  swiglu_block_bf16x<V>(x, m, gate, up, o_begin, o_end, y, ldy);
+}
+
+}  // namespace
+}  // namespace deepinfer::cpu
