@@ -1,6 +1,6 @@
 // libFuzzer target for strict tool calls (server/tool_call_grammar.h): the first byte picks the
-// tool-call format and tool_choice, the rest is a request's `tools` array as JSON text (seed it
-// with fuzz/corpus/tool_call_grammar). Tools of any shape, names and parameter schemas must give
+// tool-call format (DeepSeek-V3, V3.1 or V4's DSML) and tool_choice, the rest is a request's
+// `tools` array as JSON text (seed it with fuzz/corpus/tool_call_grammar). Tools of any shape, names and parameter schemas must give
 // a constraint text and grammar or a failed Result naming the problem, never a crash or a hang;
 // a compiled grammar runs through the automaton on the same bytes (grammar_fuzz_util.h checks).
 //   build-fuzz/fuzz/fuzz_tool_call_grammar fuzz/corpus/tool_call_grammar -max_total_time=60
@@ -17,9 +17,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
   const auto tools = nlohmann::ordered_json::parse(text, nullptr, false);
   if (tools.is_discarded()) return 0;
-  const ToolCallFormat format = data[0] & 1 ? ToolCallFormat::kDeepseekV31 : ToolCallFormat::kDeepseekV3;
+  const ToolCallFormat formats[] = {ToolCallFormat::kDeepseekV3, ToolCallFormat::kDeepseekV31, ToolCallFormat::kDeepseekV4};
+  const ToolCallFormat format = formats[data[0] % 3];
   const char* choices[] = {"auto", "required", "function"};
-  const std::string choice = choices[(data[0] >> 1) % 3];
+  const std::string choice = choices[(data[0] / 3) % 3];
   std::string function;
   if (choice == "function" && tools.is_array() && !tools.empty() && tools[0].is_object() &&
       tools[0].contains("function") && tools[0]["function"].is_object() && tools[0]["function"].contains("name") &&

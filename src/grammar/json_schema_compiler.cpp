@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "grammar/expr.h"
@@ -110,20 +111,65 @@ class Compiler {
       : root_(root),
         options_(options),
         b_(options.limits),
-        escaped_(normalize_ranges(options.escape_less_than
-                                      ? CodePointRanges{{0, 0x1F}, {'"', '"'}, {'\\', '\\'}, {'<', '<'}}
-                                      : CodePointRanges{{0, 0x1F}, {'"', '"'}, {'\\', '\\'}})),
-        plain_(complement_ranges(escaped_)) {}
+        escaped_(escaped_set(options)),
+        plain_(complement_ranges(escaped_)),
+        raw_chars_(complement_ranges(normalize_ranges(options.escaped_code_points))) {}
 
-  Result<Grammar> run() {
+  Status check_options() const {
     if (options_.max_integer_digits < 19 || options_.max_fraction_digits < 1 || options_.max_exponent_digits < 1) {
       return Status::Error("JSON Schema options: at least 19 integer digits (int64) and 1 fraction and exponent digit");
     }
+    for (auto [lo, hi] : options_.escaped_code_points) {
+      if (hi > 0xFFFF) return Status::Error("JSON Schema options: escaped code points must lie in the BMP");
+    }
+    return Status::Ok();
+  }
+
+  Result<Grammar> run() {
+    DI_RETURN_IF_ERROR(check_options());
     DI_RETURN_IF_ERROR(check_json_depth(root_));
     const uint32_t root = b_.declare("root");
     DI_ASSIGN_OR_RETURN(Expr body, compile(root_, "#", 0));
     DI_RETURN_IF_ERROR(b_.define(root, body));
     return b_.build(root);
+  }
+
+  // The members of the object schema at the root, for compile_object_members.
+  Result<std::vector<ObjectMember>> members() {
+    DI_RETURN_IF_ERROR(check_options());
+    DI_RETURN_IF_ERROR(check_json_depth(root_));
+    if (!root_.is_object()) return Status::Error("schema at # is not an object");
+    DI_RETURN_IF_ERROR(check_keywords(root_, "#"));
+    flat_root_ = root_;
+    if (root_.contains("$ref") || root_.contains("allOf")) {
+      DI_ASSIGN_OR_RETURN(flat_root_, flatten(root_, "#", 0));
+    }
+    for (const char* k : {"anyOf", "oneOf", "enum", "const"}) {
+      if (flat_root_.contains(k)) return Status::Error(quoted(k) + " at # is not supported where members are listed one by one");
+    }
+    DI_ASSIGN_OR_RETURN(unsigned types, admitted_types(flat_root_, "#"));
+    if (!(types & kObject)) return Status::Error("schema at # admits no object");
+    DI_ASSIGN_OR_RETURN(ObjectLayout layout, object_layout(flat_root_, "#"));
+    if (layout.extra) {
+      return Status::Error("'additionalProperties' at #: only declared properties can be listed one by one (set it to false)");
+    }
+    std::vector<ObjectMember> out;
+    for (const Property& p : layout.props) {
+      const std::string ppath = "#/properties/" + p.name;
+      ObjectMember m;
+      m.name = p.name;
+      m.required = p.required;
+      DI_ASSIGN_OR_RETURN(unsigned member_types, top_types(*p.schema, ppath));
+      Compiler raw(root_, options_);
+      DI_ASSIGN_OR_RETURN(m.raw_string, raw.raw_root(*p.schema, ppath));
+      if (member_types != kString || !m.raw_string) {
+        Compiler value(root_, options_);
+        DI_ASSIGN_OR_RETURN(Grammar g, value.root_of(*p.schema, ppath));
+        m.json_value = std::move(g);
+      }
+      out.push_back(std::move(m));
+    }
+    return out;
   }
 
   Result<Grammar> any_object() {
@@ -148,18 +194,37 @@ class Compiler {
     return Status::Ok();
   }
 
-  // The compact JSON text of `v`, its strings written with escaped_ escaped ('<' outside strings
-  // never occurs, so it can be replaced throughout).
+  static CodePointRanges escaped_set(const JsonSchemaOptions& options) {
+    CodePointRanges r = {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}};
+    if (options.escape_less_than) r.push_back({'<', '<'});
+    r.insert(r.end(), options.escaped_code_points.begin(), options.escaped_code_points.end());
+    return normalize_ranges(std::move(r));
+  }
+
+  static bool in_ranges(const CodePointRanges& ranges, char32_t c) {
+    for (auto [lo, hi] : ranges) {
+      if (c >= lo && c <= hi) return true;
+    }
+    return false;
+  }
+
+  // The compact JSON text of `v`, its strings written with escaped_ escaped ('<' and non-ASCII
+  // outside strings never occur, so they can be replaced throughout).
   std::string json_text(const json& v) const {
     const std::string text = v.dump(-1, ' ', false, json::error_handler_t::replace);
-    if (!options_.escape_less_than) return text;
+    if (!options_.escape_less_than && options_.escaped_code_points.empty()) return text;
     std::string out;
-    for (char c : text) {
-      if (c == '<') {
-        out += "\\u003c";
+    for (size_t i = 0; i < text.size();) {
+      const uint8_t lead = uint8_t(text[i]);
+      const size_t n = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+      char32_t c = n == 1 ? lead : lead & (0x7F >> n);
+      for (size_t k = 1; k < n && i + k < text.size(); ++k) c = (c << 6) | (uint8_t(text[i + k]) & 0x3F);
+      if (c == '<' ? options_.escape_less_than : in_ranges(options_.escaped_code_points, c)) {
+        out += json_escape(c);
       } else {
-        out += c;
+        out.append(text, i, n);
       }
+      i += n;
     }
     return out;
   }
@@ -606,7 +671,9 @@ class Compiler {
                          "that tells them apart)");
   }
 
-  Result<Expr> compile_values(const json& s, unsigned types, const std::string& path) {
+  // raw: only the string values, as their raw text (values holding code points raw strings
+  // leave out are dropped); may then be no option at all.
+  Result<Expr> compile_values(const json& s, unsigned types, const std::string& path, bool raw = false) {
     for (auto it = s.begin(); it != s.end(); ++it) {
       const std::string& k = it.key();
       if (k != "enum" && k != "const" && k != "type" && !is_annotation(k)) {
@@ -630,8 +697,13 @@ class Compiler {
       unsigned t = value_type(v);
       if (t == kInteger && (types & kNumber)) t = kNumber;
       if (!(types & value_type(v)) && !(types & t)) continue;
-      options.push_back(Expr::Literal(json_text(v)));
+      if (!raw) {
+        options.push_back(Expr::Literal(json_text(v)));
+      } else if (v.is_string() && raw_writable(v.get<std::string>())) {
+        options.push_back(Expr::Literal(v.get<std::string>()));
+      }
     }
+    if (raw && options.empty()) return Expr::CodePoints({});
     if (options.empty()) return Status::Error("no 'enum'/'const' value at " + path + " satisfies the schema's 'type'");
     return Expr::Alt(std::move(options));
   }
@@ -648,7 +720,89 @@ class Compiler {
     return std::optional<uint64_t>(uint64_t(v.get<double>()));
   }
 
-  Result<Expr> compile_string(const json& s, const std::string& path) {
+  bool raw_writable(const std::string& text) const {
+    for (size_t i = 0; i < text.size();) {
+      const uint8_t lead = uint8_t(text[i]);
+      const size_t n = lead < 0x80 ? 1 : lead < 0xE0 ? 2 : lead < 0xF0 ? 3 : 4;
+      char32_t c = n == 1 ? lead : lead & (0x7F >> n);
+      for (size_t k = 1; k < n && i + k < text.size(); ++k) c = (c << 6) | (uint8_t(text[i + k]) & 0x3F);
+      if (in_ranges(options_.escaped_code_points, c)) return false;
+      i += n;
+    }
+    return true;
+  }
+
+  // `e` with every character class cut to `allowed`.
+  static Expr restrict_code_points(const Expr& e, const CodePointRanges& allowed) {
+    if (e.kind == Expr::Kind::kCodePoints) return Expr::CodePoints(intersect(normalize_ranges(e.ranges), allowed));
+    Expr out = e;
+    for (Expr& c : out.children) c = restrict_code_points(c, allowed);
+    return out;
+  }
+
+  // The types a member's schema admits at its top ($ref and allOf merged; anyOf/oneOf: any).
+  Result<unsigned> top_types(const json& s, const std::string& path) {
+    if (!s.is_object()) return unsigned(kAnyType);
+    json flat = s;
+    if (s.contains("$ref") || s.contains("allOf")) {
+      DI_ASSIGN_OR_RETURN(flat, flatten(s, path, 1));
+    }
+    if (flat.contains("anyOf") || flat.contains("oneOf")) return unsigned(kAnyType);
+    return admitted_types(flat, path);
+  }
+
+  // The raw text of the strings schema `s` admits; nullopt when it admits none, or when they
+  // are not listed here (strings under anyOf/oneOf).
+  Result<std::optional<Expr>> raw_strings(const json& s, const std::string& path, size_t depth) {
+    if (depth > options_.max_schema_depth) return Status::Error("schema nested too deeply at " + path);
+    if (s.is_boolean()) {
+      if (!s.get<bool>()) return std::optional<Expr>();
+      return std::optional<Expr>(Expr::Repeat(Expr::CodePoints(raw_chars_), 0, kUnbounded));
+    }
+    if (!s.is_object()) return Status::Error("schema at " + path + " is not an object or boolean");
+    DI_RETURN_IF_ERROR(check_keywords(s, path));
+    if (s.contains("$ref") && !has_constraints(s, {"$ref"})) {
+      DI_ASSIGN_OR_RETURN(const json* target, resolve(s["$ref"], path));
+      return raw_strings(*target, s["$ref"].get<std::string>(), depth + 1);
+    }
+    if (s.contains("$ref") || s.contains("allOf")) {
+      DI_ASSIGN_OR_RETURN(json flat, flatten(s, path, depth));
+      return raw_strings(flat, path, depth + 1);
+    }
+    if (s.contains("anyOf") || s.contains("oneOf")) return std::optional<Expr>();
+    DI_ASSIGN_OR_RETURN(unsigned types, admitted_types(s, path));
+    if (!(types & kString)) return std::optional<Expr>();
+    if (s.contains("enum") || s.contains("const")) {
+      DI_ASSIGN_OR_RETURN(Expr e, compile_values(s, kString, path, /*raw=*/true));
+      if (e.kind == Expr::Kind::kCodePoints && e.ranges.empty()) return std::optional<Expr>();
+      return std::optional<Expr>(std::move(e));
+    }
+    DI_ASSIGN_OR_RETURN(Expr e, compile_string(s, path, /*raw=*/true));
+    return std::optional<Expr>(std::move(e));
+  }
+
+  // A grammar whose root is schema `s` (a part of root_) as JSON text.
+  Result<Grammar> root_of(const json& s, const std::string& path) {
+    const uint32_t root = b_.declare("root");
+    DI_ASSIGN_OR_RETURN(Expr body, compile(s, path, 1));
+    DI_RETURN_IF_ERROR(b_.define(root, body));
+    DI_RETURN_IF_ERROR(deferred_error_);
+    return b_.build(root);
+  }
+
+  // A grammar of the raw strings of `s`, or nullopt (raw_strings).
+  Result<std::optional<Grammar>> raw_root(const json& s, const std::string& path) {
+    DI_ASSIGN_OR_RETURN(std::optional<Expr> body, raw_strings(s, path, 1));
+    if (!body) return std::optional<Grammar>();
+    const uint32_t root = b_.declare("root");
+    DI_RETURN_IF_ERROR(b_.define(root, *body));
+    DI_ASSIGN_OR_RETURN(Grammar g, b_.build(root));
+    return std::optional<Grammar>(std::move(g));
+  }
+
+  // raw: the strings' raw text (unquoted, unescaped), without the code points of
+  // options_.escaped_code_points.
+  Result<Expr> compile_string(const json& s, const std::string& path, bool raw = false) {
     DI_ASSIGN_OR_RETURN(auto min_len, count_keyword(s, "minLength", path));
     DI_ASSIGN_OR_RETURN(auto max_len, count_keyword(s, "maxLength", path));
     const bool lengths = min_len || max_len;
@@ -670,12 +824,14 @@ class Compiler {
       }
       auto e = parse_regex(regex, options_.limits);
       if (!e.ok()) return Status::Error("'pattern' at " + path + ": " + e.status().message());
+      if (raw) return restrict_code_points(*e, raw_chars_);
       return Expr::Seq({Expr::Char('"'), escape_for_json(*e, escaped_), Expr::Char('"')});
     }
-    if (!lengths) return Expr::Ref(value_rule(kString));
+    if (!lengths && !raw) return Expr::Ref(value_rule(kString));
     const uint32_t lo = uint32_t(min_len.value_or(0));
     const uint32_t hi = max_len ? uint32_t(*max_len) : kUnbounded;
     if (hi < lo) return Status::Error("'maxLength' < 'minLength' at " + path);
+    if (raw) return Expr::Repeat(Expr::CodePoints(raw_chars_), lo, hi);
     return Expr::Seq({Expr::Char('"'), Expr::Repeat(Expr::Ref(value_rule(kNull)), lo, hi), Expr::Char('"')});
   }
 
@@ -809,12 +965,19 @@ class Compiler {
     return Expr::Seq({Expr::Char('"'), Expr::Ref(ids[0]), Expr::Char('"')});
   }
 
-  Result<Expr> compile_object(const json& s, const std::string& path, size_t depth) {
-    struct Property {
-      std::string name;
-      const json* schema;  // nullptr: any value
-      bool required;
-    };
+  struct Property {
+    std::string name;
+    const json* schema;
+    bool required;
+  };
+  // An object schema's members as the grammar emits them: the properties in order, and the
+  // schema of additional ones (nullptr when none are emitted).
+  struct ObjectLayout {
+    std::vector<Property> props;
+    const json* extra = nullptr;
+  };
+
+  Result<ObjectLayout> object_layout(const json& s, const std::string& path) {
     std::vector<Property> props;
     static const json kTrue = true;
     const json* extra = nullptr;  // schema of additional properties, nullptr when none are emitted
@@ -886,6 +1049,13 @@ class Compiler {
       }
       props = std::move(kept);
     }
+    return ObjectLayout{std::move(props), extra};
+  }
+
+  Result<Expr> compile_object(const json& s, const std::string& path, size_t depth) {
+    DI_ASSIGN_OR_RETURN(ObjectLayout layout, object_layout(s, path));
+    const std::vector<Property>& props = layout.props;
+    const json* extra = layout.extra;
     // kv_i, then R(i, first) over the properties in order; E(first) for the additional ones.
     std::vector<Expr> kv;
     for (size_t i = 0; i < props.size(); ++i) {
@@ -1017,6 +1187,8 @@ class Compiler {
   GrammarBuilder b_;
   CodePointRanges escaped_;  // code points strings write as escapes
   CodePointRanges plain_;    // the others
+  CodePointRanges raw_chars_;  // code points raw strings may hold
+  json flat_root_;           // members(): the root with $ref and allOf merged
   std::map<unsigned, uint32_t> shared_;
   std::map<std::string, uint32_t> ref_rules_;
   size_t n_named_ = 0;
@@ -1033,6 +1205,11 @@ Result<Grammar> compile_json_schema(const json& schema, const JsonSchemaOptions&
   auto g = c.run();
   if (!c.deferred_error().ok()) return c.deferred_error();
   return g;
+}
+
+Result<std::vector<ObjectMember>> compile_object_members(const json& schema, const JsonSchemaOptions& options) {
+  Compiler c(schema, options);
+  return c.members();
 }
 
 Grammar any_json_object_grammar(const JsonSchemaOptions& options) {

@@ -19,7 +19,14 @@
 // superset): properties come in declared order; with properties declared and additionalProperties
 // absent no others are emitted; an array with prefixItems emits all of them; numbers have at most
 // JsonSchemaOptions' digits.
+//
+// compile_object_members lists an object schema's members one by one, for markup that writes
+// each member apart rather than as one JSON object (DeepSeek-V4's DSML tool-call parameters).
 #pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,6 +37,23 @@
 namespace deepinfer::grammar {
 
 Result<Grammar> compile_json_schema(const nlohmann::ordered_json& schema, const JsonSchemaOptions& options);
+struct ObjectMember {
+  std::string name;
+  bool required = false;
+  // Its values as JSON text; absent when raw_string holds them all (a schema of strings only).
+  std::optional<Grammar> json_value;
+  // The raw text (unquoted, unescaped) of the string values it admits, without the code points
+  // of JsonSchemaOptions::escaped_code_points; absent when it admits no string, or its strings
+  // lie under anyOf/oneOf.
+  std::optional<Grammar> raw_string;
+};
+// The members of object schema `schema` ($ref and allOf at its top merged) in the order the
+// grammar of compile_json_schema emits them: the declared properties in order (and required ones
+// that are not declared), each value's grammar compiled as there ($refs resolved against
+// `schema`). Fails naming the keyword where the members cannot be listed: anyOf/oneOf/enum/const
+// at the top, additionalProperties (or unevaluatedProperties) admitting undeclared members.
+Result<std::vector<ObjectMember>> compile_object_members(const nlohmann::ordered_json& schema,
+                                                         const JsonSchemaOptions& options);
 // Any JSON object (response_format json_object).
 Grammar any_json_object_grammar(const JsonSchemaOptions& options);
 

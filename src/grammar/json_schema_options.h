@@ -1,6 +1,7 @@
 // Options of the JSON Schema compiler.
 #pragma once
 
+#include "grammar/expr.h"
 #include "grammar/grammar.h"
 
 namespace deepinfer::grammar {
@@ -19,6 +20,9 @@ struct JsonSchemaOptions {
   // that the text never contains '<': JSON that sits inside markup whose tags start with '<'
   // (tool-call arguments) can then never close or open a tag.
   bool escape_less_than = false;
+  // More code points (normalized) always written as \uXXXX escapes inside strings, and left out
+  // of raw strings (compile_object_members): text that must never hold a marker made with them.
+  CodePointRanges escaped_code_points;
   // Schemas nested deeper than this (properties in properties ..., $ref chains) fail to compile.
   size_t max_schema_depth = 64;
 };

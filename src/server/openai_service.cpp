@@ -341,7 +341,10 @@ void OpenAiService::chat_completions(const HttpRequest& req, const std::shared_p
 
 void OpenAiService::start_chat(ChatRequest& r, const std::string& prompt, const ChatOutputConfig& output,
                                const std::shared_ptr<HttpResponder>& res) {
-  if (auto e = constrain(r.options, output.parse_reasoning && output.reasoning_open)) return fail(res, *e);
+  // The constraint starts after the reasoning, unless the forced prefix has closed it already.
+  const bool after_reasoning = output.parse_reasoning && output.reasoning_open &&
+                               output.forced_prefix.find("</think>") == std::string::npos;
+  if (auto e = constrain(r.options, after_reasoning)) return fail(res, *e);
   auto ids = tokenizer_->encode(prompt, /*add_special_tokens=*/false);
   if (!ids.ok()) return fail(res, api_error(400, ids.status().message(), "invalid_request_error", "messages"));
   SamplingParams& sampling = r.options.sampling;
@@ -366,9 +369,11 @@ void OpenAiService::deepseek_v4_chat_completions(ChatRequest& r, const std::shar
   output.deepseek_v4 = true;
   output.parse_reasoning = output.reasoning_open = v4.thinking;
   output.parse_tool_calls = !r.tools.is_null() && r.tool_choice != "none";
-  if (output.parse_tool_calls && has_strict_tools(r.tools))
-    return fail(res, api_error(400, "strict tool arguments are not supported with DeepSeek-V4's DSML tool calls; omit "
-                                    "'strict' or set it to false", "invalid_request_error", "tools"));
+  if (output.parse_tool_calls && has_strict_tools(r.tools)) {
+    auto text = tool_call_constraint_text(ToolCallFormat::kDeepseekV4, r.tool_choice, r.tool_choice_function, r.tools);
+    if (!text.ok()) return fail(res, api_error(400, text.status().message(), "invalid_request_error", "tools"));
+    r.options.constraint = {OutputConstraint::Kind::kToolCalls, std::move(text).value(), "tools"};
+  }
   output.forced_prefix = v4.forced_prefix;
   start_chat(r, v4.prompt + v4.forced_prefix, output, res);
 }

@@ -15,6 +15,13 @@
 // the calls block the answer ends. Every sentence is parsed by chat::ToolCallParser into those
 // calls, with `arguments` valid against their tool's schema.
 //
+// DeepSeek-V4 (DSML, grammar in tool_call_grammar.cpp): the same choices over DSML invokes, each
+// parameter a declared property of the tool's schema (grammar::compile_object_members) written
+// as DeepSeek's encoder writes it, string="true" with a string's raw text or string="false" with
+// JSON; required parameters present, optional ones in declared order or left out; several invokes
+// in one block. A non-strict tool's parameters are its declared properties, any value. Every
+// sentence is read back by chat::DeepseekV4OutputParser as those calls.
+//
 // The request is first put in one canonical text (tool_call_constraint_text), which is what
 // GrammarCache compiles and keys on.
 #pragma once
@@ -36,7 +43,7 @@ bool has_strict_tools(const nlohmann::ordered_json& tools);
 // The constraint text for `tools` (the request's validated array) under `tool_choice` ("auto",
 // "required" or "function", with `function` its name). Errors name the field at fault
 // (tools[i].function.name / .parameters): names the parser could not read back or that two tools
-// share, parameters that are not an object schema.
+// share, parameters that are not an object schema; a format without tool-call markup (kUnknown).
 Result<std::string> tool_call_constraint_text(ToolCallFormat format, const std::string& tool_choice,
                                               const std::string& function, const nlohmann::ordered_json& tools);
 

@@ -25,7 +25,9 @@ ToolCallFormat detect_tool_call_format(const chat::ChatTemplate& tmpl) {
 }
 
 std::string forced_tool_call_prefix(ToolCallFormat format, const std::string& tool_choice, const std::string& function) {
-  if ((tool_choice != "required" && tool_choice != "function") || format == ToolCallFormat::kUnknown) return "";
+  if ((tool_choice != "required" && tool_choice != "function") || format == ToolCallFormat::kUnknown ||
+      format == ToolCallFormat::kDeepseekV4)
+    return "";
   std::string prefix = kCallsBegin + kCallBegin;
   if (format == ToolCallFormat::kDeepseekV3) {
     prefix += "function" + kSep;

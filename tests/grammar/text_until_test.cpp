@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "grammar/compiled_grammar.h"
 #include "grammar/grammar_builder.h"
@@ -24,14 +26,15 @@ std::vector<std::string> all_texts(const std::string& alphabet, size_t n) {
   return out;
 }
 
-CompiledGrammar text_until(const std::string& marker, bool may_end, const std::string& after) {
+CompiledGrammar text_until(const std::string& marker, bool may_end, const std::string& after,
+                           const std::vector<std::string>& forbidden = {}) {
   GrammarBuilder b;
   std::optional<uint32_t> then;
   if (!after.empty()) {
     then = b.declare("after");
     EXPECT_TRUE(b.define(*then, Expr::Literal(after)).ok());
   }
-  auto root = define_text_until(b, "text", marker, may_end, then);
+  auto root = define_text_until(b, "text", marker, may_end, then, forbidden);
   EXPECT_TRUE(root.ok()) << root.status().message();
   auto g = b.build(*root);
   EXPECT_TRUE(g.ok()) << g.status().message();
@@ -45,6 +48,26 @@ TEST(TextUntilTest, MatchesExactlyTheTextsWithoutTheMarkerThenTheContinuation) {
     for (const std::string& t : all_texts("ab!", 7)) {
       const size_t at = t.find(marker);
       const bool expected = at == std::string::npos || t.substr(at + marker.size()) == "!";
+      EXPECT_EQ(matches(g, t), expected) << "marker " << marker << " text " << t;
+    }
+  }
+}
+
+TEST(TextUntilTest, ForbiddenTextsOccurOnlyInsideTheMarker) {
+  // Forbidden strings inside the marker, overlapping it, and apart from it.
+  const std::vector<std::pair<std::string, std::vector<std::string>>> cases = {
+      {"abab", {"ba"}}, {"aab", {"b", "!!"}}, {"ab", {"aa", "b!"}}, {"b", {"ab"}}};
+  for (const auto& [marker, forbidden] : cases) {
+    const CompiledGrammar g = text_until(marker, /*may_end=*/true, "!", forbidden);
+    for (const std::string& t : all_texts("ab!", 7)) {
+      const size_t at = t.find(marker);
+      // Where the forbidden strings may stand: nowhere, or inside the marker's first occurrence.
+      const size_t scanned = at == std::string::npos ? t.size() : at + marker.size();
+      bool clean = true;
+      for (const std::string& f : forbidden)
+        for (size_t p = t.find(f); p != std::string::npos && p + f.size() <= scanned; p = t.find(f, p + 1))
+          clean = clean && at != std::string::npos && p >= at;
+      const bool expected = clean && (at == std::string::npos || t.substr(at + marker.size()) == "!");
       EXPECT_EQ(matches(g, t), expected) << "marker " << marker << " text " << t;
     }
   }

@@ -8,14 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <memory>
-#include <random>
 
 #include "chat/deepseek_v3_markup.h"
 #include "chat/tool_call_parser.h"
 #include "grammar/grammar_automaton.h"
-#include "grammar/grammar_matcher.h"
 #include "grammar/token_vocabulary.h"
 #include "tokenizer/tokenizer.h"
+#include "token_walk.h"
 
 namespace deepinfer {
 namespace {
@@ -82,71 +81,12 @@ class ToolCallGrammarTest : public ::testing::Test {
     return std::move(g).value();
   }
 
-  static bool allowed(const std::vector<uint32_t>& mask, int32_t id) { return (mask[size_t(id) / 32] >> (id % 32)) & 1; }
-
-  // Every token's verdict by walking its bytes from the state after `text` in a fresh automaton.
-  static void expect_brute_force_mask(const grammar::CompiledGrammar& g, const std::string& text,
-                                      const std::vector<uint32_t>& mask) {
-    GrammarAutomaton a(g.grammar());
-    const int32_t state = a.walk(a.initial_state(), text);
-    ASSERT_NE(state, GrammarAutomaton::kDead);
-    size_t n_wrong = 0;
-    for (size_t id = 0; id < vocab_->size(); ++id) {
-      const std::string& t = vocab_->bytes(int32_t(id));
-      const bool ok = vocab_->is_end(int32_t(id)) ? a.accepts(state)
-                                                  : !t.empty() && a.walk(state, t) != GrammarAutomaton::kDead;
-      n_wrong += ok != allowed(mask, int32_t(id));
-    }
-    EXPECT_EQ(n_wrong, 0u) << "after " << text;
-  }
-
-  // A random walk of allowed tokens, steered toward an end: of a few random allowed tokens (and
-  // the tool-call markers when allowed), mostly the one that leaves the fewest bytes to the end.
-  // Returns the generated text (decoded); checks masks by brute force at `n_checked` steps.
   static std::string walk(const grammar::CompiledGrammar& g, uint64_t seed, int n_checked) {
-    grammar::GrammarMatcher m(g, vocab_);
-    std::mt19937_64 rng(seed);
-    std::vector<uint32_t> mask(vocab_->bitmask_words());
-    std::vector<int32_t> ids;
-    std::string bytes;
     std::vector<int32_t> markers;
     for (std::string_view s : {chat::dsv3::kCallsBegin, chat::dsv3::kCallBegin, chat::dsv3::kCallEnd,
                                chat::dsv3::kCallsEnd, chat::dsv3::kSep})
       markers.push_back(*tokenizer_->token_to_id(s));
-    for (int step = 0; step < 400 && !m.is_terminated(); ++step) {
-      m.fill_next_token_bitmask(mask.data());
-      if (step < n_checked) expect_brute_force_mask(g, bytes, mask);
-      std::vector<int32_t> candidates;
-      for (int32_t id : markers)
-        if (allowed(mask, id)) candidates.push_back(id);
-      for (int32_t id : vocab_->end_ids())
-        if (allowed(mask, id)) candidates.push_back(id);
-      std::vector<int32_t> all;
-      for (size_t id = 0; id < vocab_->size(); ++id)
-        if (allowed(mask, int32_t(id))) all.push_back(int32_t(id));
-      for (int k = 0; k < 12 && !all.empty(); ++k) candidates.push_back(all[rng() % all.size()]);
-      EXPECT_FALSE(candidates.empty());
-      if (candidates.empty()) break;
-      int32_t pick = candidates[rng() % candidates.size()];
-      if (rng() % 4 != 0) {
-        uint32_t best = UINT32_MAX;
-        for (int32_t id : candidates) {
-          EXPECT_TRUE(m.accept_token(id)) << id;
-          const uint32_t left = m.min_bytes_to_end();
-          m.rollback(1);
-          if (left < best) best = left, pick = id;
-        }
-      }
-      EXPECT_TRUE(m.accept_token(pick));
-      if (vocab_->is_end(pick)) break;
-      ids.push_back(pick);
-      bytes += vocab_->bytes(pick);
-    }
-    EXPECT_TRUE(m.can_end()) << bytes;
-    auto text = tokenizer_->decode(ids, /*skip_special_tokens=*/true);
-    EXPECT_TRUE(text.ok());
-    EXPECT_EQ(text.value(), bytes);
-    return bytes;
+    return token_walk::random_walk(g, *tokenizer_, vocab_, markers, seed, n_checked);
   }
 
   static Tokenizer* tokenizer_;
