@@ -2,12 +2,15 @@
 each joined by a veth pair to a bridge in the root namespace (where the router and the test run),
 on a private /24 that exists only on these veths. Workers bind their HTTP on their namespace's
 address and UCX is confined to TCP over that veth (UCX_TLS=tcp, UCX_NET_DEVICES), so the KV and
-the control messages cross the veth and an impairment on it (`tc netem`, or nftables and `tc tbf`) delays and drops them.
+the control messages cross the veth and an impairment on it (`tc netem`, or nftables and `tc tbf`) delays and drops them;
+a rate limit (`tc tbf`) slows a transfer enough to act inside it, and a blocked port holds back
+one side's control messages.
 Everything made here is removed by `Hosts.close()`, also after a failure."""
 import itertools
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 
@@ -70,12 +73,13 @@ class Hosts:
         ip("-n", ns, "link", "set", "lo", "up")
         return ns
 
-    def launcher(self, i, binary):
+    def launcher(self, i, binary, env=()):
         """A script that runs `binary` with its arguments inside namespace i, UCX on TCP over the veth
-        only (exec all the way down, so the process id is the server's)."""
+        only, plus the "NAME=VALUE" settings in `env` (exec all the way down, so the process id is
+        the server's)."""
         path = self.tmp_dir / f"in-{self.name(i)}.sh"
         path.write_text(f"#!/bin/sh\nexec ip netns exec {self.name(i)} env UCX_TLS=tcp UCX_NET_DEVICES={DEV} "
-                        f"{binary} \"$@\"\n")
+                        f"{' '.join(env)} {binary} \"$@\"\n")
         path.chmod(0o755)
         return str(path)
 
@@ -83,6 +87,23 @@ class Hosts:
         """Bytes host i has received on its veth."""
         out = ip("-n", self.name(i), "-s", "-j", "link", "show", DEV).stdout
         return json.loads(out)[0]["stats64"]["rx"]["bytes"]
+
+    def tcp_received(self, i, skip_ports):
+        """{peer address: bytes} host i has received on its open TCP connections, except those to or
+        from a port in `skip_ports` (the workers' HTTP ports): the KV UCX reads have moved so far."""
+        out = subprocess.run(["ip", "netns", "exec", self.name(i), "ss", "-tinH", "state", "established"],
+                             check=True, capture_output=True, text=True, timeout=30).stdout
+        skip = {str(p) for p in skip_ports}
+        totals, peer = {}, None
+        for line in out.splitlines():
+            if not line[:1].isspace():  # a connection: Recv-Q Send-Q local:port peer:port
+                local, remote = line.split()[2:4]
+                address, port = remote.rsplit(":", 1)
+                peer = None if skip & {port, local.rsplit(":", 1)[1]} else address
+            elif peer is not None:
+                m = re.search(r"bytes_received:(\d+)", line)
+                totals[peer] = totals.get(peer, 0) + (int(m.group(1)) if m else 0)
+        return totals
 
     def impair(self, i):
         """Makes host i's link slow and lossy; returns what was applied. `tc netem delay 50ms loss 5%`
@@ -105,10 +126,26 @@ class Hosts:
                         "latency", "50ms"], check=True, capture_output=True, timeout=30)
         return "nftables loss 5% each way, tbf 2mbit latency 50ms (the kernel lacks netem: " + r.stderr.strip() + ")"
 
+    def limit_rate(self, i, rate):
+        """Limits what host i sends (`tc tbf`, e.g. rate "1mbit"): a decode worker's UCX read of
+        this host's blocks then takes bytes / rate, long enough to act inside it."""
+        subprocess.run(["ip", "netns", "exec", self.name(i), "tc", "qdisc", "replace", "dev", DEV, "root", "tbf", "rate",
+                        rate, "burst", "16kb", "latency", "200ms"], check=True, capture_output=True, timeout=30)
+
+    def block_port(self, i, port, sources):
+        """Host i drops TCP packets to its `port` from the addresses `sources` (new connections
+        included); `clear_impairment` lifts it."""
+        saddrs = ", ".join(sources)
+        rules = (f"table inet dipdhold {{\n chain in {{ type filter hook input priority 0; policy accept; "
+                 f"ip saddr {{ {saddrs} }} tcp dport {port} drop; }}\n}}\n")
+        subprocess.run(["ip", "netns", "exec", self.name(i), "nft", "-f", "-"], input=rules, check=True,
+                       capture_output=True, text=True, timeout=30)
+
     def clear_impairment(self, i):
         run = ["ip", "netns", "exec", self.name(i)]
         subprocess.run([*run, "tc", "qdisc", "del", "dev", DEV, "root"], capture_output=True, timeout=30)
         subprocess.run([*run, "nft", "delete", "table", "inet", "dipdloss"], capture_output=True, timeout=30)
+        subprocess.run([*run, "nft", "delete", "table", "inet", "dipdhold"], capture_output=True, timeout=30)
 
     def close(self):
         for link in reversed(self.links):

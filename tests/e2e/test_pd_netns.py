@@ -31,24 +31,26 @@ why_not = pd_netns.unavailable()
 pytestmark = pytest.mark.skipif(why_not is not None, reason=f"network namespaces unavailable: {why_not}")
 
 
-def worker(hosts, i, binary, model_dir, *args):
+def worker(hosts, i, binary, model_dir, *args, env=()):
     hosts.add(i)
-    s = Server(hosts.launcher(i, binary), model_dir, *BLOCK, "--host", hosts.addr(i), *args, wait_ready=False)
+    s = Server(hosts.launcher(i, binary, env), model_dir, *BLOCK, "--host", hosts.addr(i), *args, wait_ready=False)
     s.base = f"http://{hosts.addr(i)}:{s.port}"
     s.wait_ready()
     return s
 
 
 @contextlib.contextmanager
-def hosts_cluster(binary, model_dir, tmp_dir):
-    """(hosts, [2 prefill workers], [2 decode workers], router), each worker on its own host."""
+def hosts_cluster(binary, model_dir, tmp_dir, pd_timeout_s=PD_TIMEOUT_S, lease_s=30, prefill_env=()):
+    """(hosts, [2 prefill workers], [2 decode workers], router), each worker on its own host:
+    prefill workers (with `prefill_env` in their environment) are hosts 0 and 1, decode workers 2 and 3."""
     hosts = pd_netns.Hosts(tmp_dir)
     started = []
     try:
-        prefills = [worker(hosts, i, binary, model_dir, "--role", "prefill") for i in (0, 1)]
+        prefills = [worker(hosts, i, binary, model_dir, "--role", "prefill", "--pd-lease", str(lease_s),
+                           env=prefill_env) for i in (0, 1)]
         started += prefills
         decodes = [worker(hosts, i, binary, model_dir, "--role", "decode", "--pd-min-prefill-tokens", "20",
-                          "--pd-timeout", str(PD_TIMEOUT_S)) for i in (2, 3)]
+                          "--pd-timeout", str(pd_timeout_s)) for i in (2, 3)]
         started += decodes
         router = Router(binary, [p.base for p in prefills], [d.base for d in decodes])
         started.append(router)
