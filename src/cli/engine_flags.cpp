@@ -21,6 +21,11 @@ void EngineFlags::add_to(CLI::App& cmd) {
                  "Inputs of the bf16 linear layers (and attention queries with a bf16 cache): f32, or bf16 "
                  "(rounded; about twice the arithmetic rate on AVX-512 BF16 CPUs, accuracy in bench/RESULTS.md)")
       ->capture_default_str();
+  cmd.add_option("--prefill-attention", prefill_attention,
+                 "DeepSeek-V2/V3: attention of prompt tokens, expanded (MLA expanded to per-head keys and values; "
+                 "generated tokens stay absorbed, and cached blocks holding them are not reused as prompt) or "
+                 "absorbed (as generated tokens)")
+      ->capture_default_str();
   cmd.add_flag("--no-prefix-caching", no_prefix_caching, "Do not reuse cached prompt prefixes");
   cmd.add_option("--max-model-len", o.max_model_len, "Prompt + output tokens per sequence (0: the model's limit)")
       ->capture_default_str();
@@ -67,6 +72,10 @@ Status EngineFlags::resolve() {
   if (activation_dtype != "f32" && activation_dtype != "bf16")
     return Status::Error("--activation-dtype: '" + activation_dtype + "' is not one of f32, bf16");
   model.activation_dtype = activation_dtype == "bf16" ? DType::BF16 : DType::F32;
+  if (prefill_attention != "expanded" && prefill_attention != "absorbed")
+    return Status::Error("--prefill-attention: '" + prefill_attention + "' is not one of expanded, absorbed");
+  model.prefill_attention =
+      prefill_attention == "expanded" ? PrefillAttention::kExpanded : PrefillAttention::kAbsorbed;
   options.enable_prefix_caching = !no_prefix_caching;
   if (speculative == "none") options.speculative = SpeculativeMethod::kNone;
   else if (speculative == "ngram") options.speculative = SpeculativeMethod::kNgram;

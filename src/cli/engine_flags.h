@@ -15,6 +15,7 @@ struct EngineFlags {
   ModelOptions model;
   std::string kv_cache_dtype = "bf16";
   std::string activation_dtype = "f32";
+  std::string prefill_attention = "expanded";  // model.prefill_attention
   bool no_prefix_caching = false;
   std::string speculative = "none";
   int expert_parallel = 1;            // ranks of the expert-parallel group (mpirun -np N); dist/ep/

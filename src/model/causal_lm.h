@@ -47,6 +47,12 @@ struct CausalLMInfo {
   DType activation_dtype = DType::F32;  // ModelOptions::activation_dtype as applied
 };
 
+// How DeepSeek-V2/V3 attend from prompt rows (the provenance rule above).
+enum class PrefillAttention {
+  kExpanded,  // MLA expanded to per-head K/V (~3.5x less arithmetic per query-key pair at V3 sizes)
+  kAbsorbed,  // as generated rows: the model's KV then does not depend on provenance (for comparison)
+};
+
 // How a model is loaded, beyond what its folder says.
 struct ModelOptions {
   // F32 (default): every product in f32. BF16 (opt-in): the inputs of the linear layers with bf16
@@ -55,6 +61,8 @@ struct ModelOptions {
   // cache the attention scores are bf16 dot products too (queries rounded). Accuracy
   // against f32 is measured in bench/RESULTS.md; bitwise batch invariance holds either way.
   DType activation_dtype = DType::F32;
+  // How DeepSeek-V2/V3 attend from prompt rows; other models ignore it.
+  PrefillAttention prefill_attention = PrefillAttention::kExpanded;
   // Keep the state of the model's own draft predictor (DeepSeek-V2/V3's MTP layer, DeepSeek-V4's
   // MTP block) in extra cache kinds, so that draft() proposes speculative tokens. Off: the model
   // keeps only what its forward needs. DeepSeek-V2/V3 and V4: an error at load where the

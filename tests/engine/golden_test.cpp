@@ -54,6 +54,36 @@ TEST_P(Golden, BatchInvariantAmongOthersAndUnderPreemption) {
   expect_same_outputs(alone, together, (GetParam() + ", among 60 others with preemption").c_str());
 }
 
+// A conversation's second turn (the first turn's prompt, its answer and a new message) after the
+// first turn in the same engine: the answer's blocks were computed as generated tokens (absorbed
+// MLA), so the second turn reuses only the first turn's whole prompt blocks and computes the
+// answer again as prompt: bitwise the second turn on a fresh engine. Loaded with absorbed prompt
+// attention, the model's KV does not depend on provenance and the answer's blocks are reused.
+TEST_P(Golden, ASecondTurnReusesOnlyThePromptBlocksOfTheFirst) {
+  const auto cases = load_golden(GetParam());
+  for (const PrefillAttention prefill : {PrefillAttention::kExpanded, PrefillAttention::kAbsorbed}) {
+    ModelOptions mo;
+    mo.prefill_attention = prefill;
+    const auto model = load(GetParam(), mo);
+    ASSERT_EQ(model->kv_depends_on_provenance(), prefill == PrefillAttention::kExpanded);
+    Request turn1 = golden_requests(cases)[0];
+    turn1.params.max_tokens = 40;
+    auto core = make_core(*model, options(DType::BF16, 64, 16));
+    const auto first = run_to_completion(*core, {turn1});
+    Request turn2 = turn1;
+    const std::vector<int32_t>& answer = first[0].samples[0].token_ids;
+    turn2.prompt_token_ids.insert(turn2.prompt_token_ids.end(), answer.begin(), answer.end());
+    for (int i = 0; i < 20; ++i) turn2.prompt_token_ids.push_back(int32_t(5 + 7 * i));
+    turn2.params.max_tokens = 8;
+    const auto warm = run_to_completion(*core, {turn2}, 1);
+    const auto cold = run_alone(*model, options(DType::BF16, 64, 16), {turn2});
+    expect_same_outputs(cold, warm, (GetParam() + ", second turn").c_str());
+    const int n1 = int(turn1.prompt_token_ids.size());
+    const int n_reusable = prefill == PrefillAttention::kExpanded ? n1 : n1 + int(answer.size()) - 1;
+    EXPECT_EQ(warm[0].n_cached_tokens, n_reusable / 16 * 16) << GetParam();
+  }
+}
+
 // The golden cases among 252 other sequences: 256 running together in every decode step.
 TEST(GoldenBatch, BitwiseTheSameAmong255Others) {
   const auto cases = load_golden("tiny-v3");

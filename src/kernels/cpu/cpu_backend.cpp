@@ -1,6 +1,7 @@
 // The CPU Backend: forwards each op to its kernel family.
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/mla_attention.h"
+#include "kernels/cpu/mla_expanded_attention.h"
 #include "kernels/cpu/moe.h"
 #include "kernels/cpu/norm_rope.h"
 
@@ -17,6 +18,7 @@ class CpuBackend final : public Backend {
   void mla_absorb_query(const MlaAbsorbQueryParams& p) override { cpu::mla_absorb_query(p); }
   void mla_project_value(const MlaProjectValueParams& p) override { cpu::mla_project_value(p); }
   void mla_attention(const MlaAttentionParams& p) override { cpu::mla_attention(p); }
+  void mla_expanded_attention(const MlaExpandedAttentionParams& p) override { cpu::mla_expanded_attention(p); }
   void silu_mul(const SiluMulParams& p) override { cpu::silu_mul(p); }
   void swiglu(const SwigluParams& p) override { cpu::swiglu(p); }
   void moe(const MoeParams& p) override { cpu::moe(p); }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/mla_expanded_chunk.h"
 #include "kernels/ops.h"
 
 namespace deepinfer::cpu {
@@ -46,6 +47,9 @@ struct KernelTable {
   // Attention of batch row `row` (of sequence s) for heads [h0, h1) (see MlaAttentionParams).
   void (*mla_attend_row)(const MlaAttentionParams& p, const BatchSequence& s, int64_t row, int h0, int h1,
                          AttendScratch& scratch);
+  // Expanded attention of a sequence's rows over one chunk of its positions (see ExpandedChunk):
+  // packs the chunk's keys and values, then updates every row's state (on the OpenMP threads).
+  void (*mla_expanded_attend_chunk)(const ExpandedChunk& chunk);
 };
 
 extern const KernelTable kPortableKernels;

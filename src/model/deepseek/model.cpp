@@ -100,7 +100,7 @@ Result<std::unique_ptr<DeepseekModel>> DeepseekModel::Load(const std::string& mo
 DeepseekModel::DeepseekModel(ModelConfig c, Checkpoint ckpt, std::unique_ptr<DeepseekWeights> w,
                              const ModelOptions& options, Backend& backend)
     : config_(std::move(c)), ckpt_(std::move(ckpt)), weights_(std::move(w)), backend_(backend),
-      rope_(make_yarn_rope(config_)) {
+      rope_(make_yarn_rope(config_)), prefill_attention_(options.prefill_attention) {
   info_.architecture = config_.architecture;
   info_.vocab_size = config_.vocab_size;
   info_.n_layers = config_.num_hidden_layers;
@@ -202,9 +202,64 @@ void DeepseekModel::attention(const MlaWeights& a, const ForwardBatch& b, uint8_
   backend_.rope({kv_a + lat, lat + rd, 0, n, 1, int(rd), pos, rope_.inv_freq.data(), rope_.cos_sin_scale});
   backend_.rope({q + c.qk_nope_head_dim, H * qk, qk, n, int(H), int(rd), pos, rope_.inv_freq.data(), rope_.cos_sin_scale});
 
-  const MlaCacheLayout layout = cache_layout(dtype);
-  backend_.mla_kv_store({latent, lat, kv_a + lat, lat + rd, &b, cache, layout, block_size, kind});
+  backend_.mla_kv_store({latent, lat, kv_a + lat, lat + rd, &b, cache, cache_layout(dtype), block_size, kind});
 
+  float* o = sized(s_.o, size_t(n * H * c.v_head_dim));
+  int64_t n_prompt = 0;
+  if (prefill_attention_ == PrefillAttention::kExpanded)
+    for (int64_t r = 0; r < n; ++r) n_prompt += b.is_prompt_row(size_t(r));
+  if (n_prompt == 0) {
+    absorbed_attention(a, b, cache, dtype, block_size, kind, q, o);
+  } else if (n_prompt == n) {
+    expanded_attention(a, b, cache, dtype, block_size, kind, q, o);
+  } else {  // each part's rows gathered, computed as a batch of their own, and put back in place
+    for (int part = 0; part < 2; ++part) {
+      ForwardBatch& pb = s_.part[part];
+      std::vector<int32_t>& rows = s_.part_rows[part];
+      pb.token_ids.clear();
+      pb.positions.clear();
+      pb.seqs.clear();
+      pb.prompt_rows.clear();
+      rows.clear();
+      for (const BatchSequence& sq : b.seqs) {
+        int32_t n_seq_prompt = 0;  // a sequence's prompt rows come before its generated ones
+        for (int32_t i = 0; i < sq.n_new; ++i) {
+          const bool prompt = b.is_prompt_row(size_t(sq.row_begin + i));
+          DI_CHECK_MSG(!prompt || i == n_seq_prompt, "a prompt row after a generated row of the same sequence");
+          n_seq_prompt += prompt;
+        }
+        const int32_t first = part == 0 ? 0 : n_seq_prompt, count = part == 0 ? n_seq_prompt : sq.n_new - n_seq_prompt;
+        if (count == 0) continue;
+        BatchSequence ps = sq;
+        ps.row_begin = int32_t(rows.size());
+        ps.n_new = count;
+        ps.n_ctx = sq.n_ctx - (sq.n_new - (first + count));
+        pb.seqs.push_back(ps);
+        for (int32_t i = first; i < first + count; ++i) {
+          const int32_t r = sq.row_begin + i;
+          rows.push_back(r);
+          pb.token_ids.push_back(b.token_ids[size_t(r)]);
+          pb.positions.push_back(b.positions[size_t(r)]);
+          pb.prompt_rows.push_back(part == 0 ? 1 : 0);
+        }
+      }
+      const int64_t m = int64_t(rows.size());
+      float* pq = sized(s_.part_q, size_t(m * H * qk));
+      float* po = sized(s_.part_o, size_t(m * H * c.v_head_dim));
+      for (int64_t i = 0; i < m; ++i) std::copy_n(q + rows[size_t(i)] * H * qk, H * qk, pq + i * H * qk);
+      if (part == 0) expanded_attention(a, pb, cache, dtype, block_size, kind, pq, po);
+      else absorbed_attention(a, pb, cache, dtype, block_size, kind, pq, po);
+      for (int64_t i = 0; i < m; ++i)
+        std::copy_n(po + i * H * c.v_head_dim, H * c.v_head_dim, o + rows[size_t(i)] * H * c.v_head_dim);
+    }
+  }
+  backend_.linear({o, H * c.v_head_dim, n, &a.o_proj, out, d});
+}
+
+void DeepseekModel::absorbed_attention(const MlaWeights& a, const ForwardBatch& b, const uint8_t* cache, DType dtype,
+                                       int block_size, int kind, const float* q, float* o) {
+  const ModelConfig& c = config_;
+  const int64_t n = int64_t(b.n_rows()), H = c.num_attention_heads, qk = c.qk_head_dim(), lat = c.kv_lora_rank;
   float* q_latent = sized(s_.q_latent, size_t(n * H * lat));
   backend_.mla_absorb_query({q, H * qk, qk, n, &a.kv_b_proj, int(H), c.qk_nope_head_dim, c.v_head_dim, q_latent});
   float* o_latent = sized(s_.o_latent, size_t(n * H * lat));
@@ -212,10 +267,19 @@ void DeepseekModel::attention(const MlaWeights& a, const ForwardBatch& b, uint8_
   const DType score_dtype =
       info_.activation_dtype == DType::BF16 && dtype == DType::BF16 ? DType::BF16 : DType::F32;
   backend_.mla_attention({q_latent, q + c.qk_nope_head_dim, H * qk, qk, o_latent, int(H), rope_.softmax_scale, &b,
-                          cache, layout, block_size, kind, score_dtype});
-  float* o = sized(s_.o, size_t(n * H * c.v_head_dim));
+                          cache, cache_layout(dtype), block_size, kind, score_dtype});
   backend_.mla_project_value({o_latent, n, &a.kv_b_proj, int(H), c.qk_nope_head_dim, c.v_head_dim, o});
-  backend_.linear({o, H * c.v_head_dim, n, &a.o_proj, out, d});
+}
+
+void DeepseekModel::expanded_attention(const MlaWeights& a, const ForwardBatch& b, const uint8_t* cache, DType dtype,
+                                       int block_size, int kind, const float* q, float* o) {
+  const ModelConfig& c = config_;
+  const int64_t H = c.num_attention_heads, qk = c.qk_head_dim();
+  // With bf16 activations and a bf16 cache, scores and value sums are bf16 dot products.
+  const DType dot_dtype = info_.activation_dtype == DType::BF16 && dtype == DType::BF16 ? DType::BF16 : DType::F32;
+  backend_.mla_expanded_attention({q, H * qk, qk, o, H * c.v_head_dim, &a.kv_b_proj, int(H), c.qk_nope_head_dim,
+                                   c.v_head_dim, rope_.softmax_scale, &b, cache, cache_layout(dtype), block_size, kind,
+                                   dot_dtype});
 }
 
 void DeepseekModel::ffn(const LayerWeights& L, const float* h, int64_t n, float* out) {

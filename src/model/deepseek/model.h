@@ -1,6 +1,10 @@
 // DeepseekModel: DeepSeek-V2/V3 (MLA + DeepSeekMoE) forward pass on a Backend, in f32 with
-// weights dequantized in the kernels. MLA runs absorbed: the cache holds only the normalized
-// latent and the roped key part per token and layer.
+// weights dequantized in the kernels. The cache holds only the normalized latent and the roped
+// key part per token and layer. Attention by provenance (CausalLM's contract): generated rows run
+// MLA absorbed (queries into the latent space, kv_b_proj applied to the attention output);
+// prompt rows, with ModelOptions::prefill_attention kExpanded (the default), run it expanded
+// (kv_b_proj applied to each cached latent of the sequence, per-head keys and values). A step
+// holding both splits its rows between the two ops; each row's result is that of its own op.
 //
 // Drafting (ModelOptions::mtp_drafting, checkpoints with num_nextn_predict_layers >= 1): the
 // first MTP layer (MtpLayerWeights; DeepSeek-V3 technical report section 2.2, as vLLM's
@@ -36,6 +40,7 @@ class DeepseekModel final : public CausalLM {
                                                       Backend& backend);
 
   const CausalLMInfo& info() const override { return info_; }
+  bool kv_depends_on_provenance() const override { return prefill_attention_ == PrefillAttention::kExpanded; }
   // "latent": a slab per layer of [block_size] MlaCacheLayout entries per block. Drafting adds
   // "mtp_latent" (one slab of MlaCacheLayout entries) and "mtp_hidden" ([block_size, hidden] f32).
   Result<std::vector<KvKindSpec>> kv_kinds(DType cache_dtype, int block_size) const override;
@@ -54,9 +59,16 @@ class DeepseekModel final : public CausalLM {
                 Backend& backend);
 
   // Each stage reads and writes the scratch buffers below; n = batch rows. attention: layer a's
-  // absorbed MLA, cache = its slab in `dtype` layout, the batch's block tables of kind `kind`.
+  // MLA (expanded for the batch's prompt rows, absorbed for the rest), cache = its slab in `dtype`
+  // layout, the batch's block tables of kind `kind`.
   void attention(const MlaWeights& a, const ForwardBatch& batch, uint8_t* cache, DType dtype, int block_size,
                  int kind, const float* h, float* out);
+  // The attention output o ([rows, heads * v_head_dim]) of `rows` from their queries q ([rows,
+  // heads * qk_head_dim], nope then roped part per head), absorbed or expanded.
+  void absorbed_attention(const MlaWeights& a, const ForwardBatch& rows, const uint8_t* cache, DType dtype,
+                          int block_size, int kind, const float* q, float* o);
+  void expanded_attention(const MlaWeights& a, const ForwardBatch& rows, const uint8_t* cache, DType dtype,
+                          int block_size, int kind, const float* q, float* o);
   void ffn(const LayerWeights& L, const float* h, int64_t n, float* out);  // dense MLP or MoE
   void dense_mlp(const MlpWeights& w, const float* h, int64_t n, int64_t inter, float* out);
   void moe(const MoeWeights& w, const float* h, int64_t n, float* out);
@@ -81,11 +93,16 @@ class DeepseekModel final : public CausalLM {
   CausalLMInfo info_;
   std::unique_ptr<ExpertParallelMoe> ep_;  // with ModelOptions::expert_group: routed experts across ranks
   std::string model_dir_;                  // for rebinding experts
+  PrefillAttention prefill_attention_;
 
   struct Scratch {  // reused across steps; sized on demand
     std::vector<float> x, h, q_a, q, kv_a, latent, q_latent, o_latent, o, tmp, act, router_logits,
         expert_weights;
     std::vector<int32_t> expert_ids;
+    // A step with prompt and generated rows: each part's rows as a batch of its own (prompt first)
+    ForwardBatch part[2];
+    std::vector<int32_t> part_rows[2];  // [part] the step's rows in it, in order
+    std::vector<float> part_q, part_o;
     std::vector<MlpWeightRefs> experts;
     // MTP layer (mtp_layer.cpp)
     std::vector<float> m_h, m_prev, m_rows, m_e, m_cat, m_x, m_hn, m_tmp, m_logits;
