@@ -19,7 +19,8 @@
 
 namespace deepinfer::test {
 
-inline constexpr cpu::Isa kAllIsas[] = {cpu::Isa::kPortable, cpu::Isa::kAvx2, cpu::Isa::kAvx512, cpu::Isa::kAvx512Bf16};
+inline constexpr cpu::Isa kAllIsas[] = {cpu::Isa::kPortable, cpu::Isa::kAvx2, cpu::Isa::kAvx512, cpu::Isa::kAvx512Bf16,
+                                         cpu::Isa::kAmx};
 
 inline std::vector<cpu::Isa> supported_isas() {
   std::vector<cpu::Isa> out;

@@ -33,6 +33,20 @@ const uint16_t* const* bf16_rows(const float* const* x, int64_t m, int64_t n, Bf
   return buf.rows.data();
 }
 
+const uint16_t* packed_bf16_rows(const float* const* x, int64_t m, int64_t n, std::vector<uint16_t>& buf) {
+  const KernelTable& k = kernels();
+  const int64_t tile_elems = amx_packed_elems(16, n);
+  buf.resize(size_t(amx_packed_elems(m, n)));
+  uint16_t* out = buf.data();
+#pragma omp parallel for schedule(static) if (m * n >= (1 << 16))
+  for (int64_t t = 0; t < (m + 15) / 16; ++t) k.pack_bf16x(x + t * 16, std::min<int64_t>(16, m - t * 16), n, out + t * tile_elems);
+  return out;
+}
+
+bool runs_packed(const LinearWeight& w) {
+  return w.dtype == DType::BF16 && w.act_dtype == DType::BF16 && kernels().linear_block_packed != nullptr;
+}
+
 void embed(const EmbedParams& p) {
   DI_CHECK(p.table != nullptr && p.ids != nullptr && p.y != nullptr);
   for (int64_t r = 0; r < p.m; ++r) {
@@ -49,6 +63,18 @@ void linear(const LinearParams& p) {
   const LinearWeight& w = *p.w;
   const KernelTable& k = kernels();
   const float* const* x = strided_rows(p.x, p.ldx, p.m);
+  if (runs_packed(w)) {
+    thread_local std::vector<uint16_t> packed_buf;
+    const uint16_t* packed = packed_bf16_rows(x, p.m, w.n_in, packed_buf);
+    const int64_t nb = packed_column_block(column_block(w.n_out, w.n_in * 2));
+    const int64_t n_blocks = (w.n_out + nb - 1) / nb;
+#pragma omp parallel for schedule(static) if (n_blocks > 1)
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      const int64_t o0 = b * nb, o1 = std::min(w.n_out, o0 + nb);
+      k.linear_block_packed(packed, p.m, w, o0, o1, p.y + o0, p.ldy);
+    }
+    return;
+  }
   thread_local Bf16Rows x_bf16;
   const uint16_t* const* xb = w.act_dtype == DType::BF16 ? bf16_rows(x, p.m, w.n_in, x_bf16) : nullptr;
   const int64_t nb = column_block(w.n_out, w.n_in * int64_t(dtype_size(w.dtype)));
@@ -71,6 +97,18 @@ void swiglu(const SwigluParams& p) {
   DI_CHECK(p.ldx >= g.n_in && p.ldy >= g.n_out);
   const KernelTable& k = kernels();
   const float* const* x = strided_rows(p.x, p.ldx, p.m);
+  if (runs_packed(g)) {
+    thread_local std::vector<uint16_t> packed_buf;
+    const uint16_t* packed = packed_bf16_rows(x, p.m, g.n_in, packed_buf);
+    const int64_t nb = packed_column_block(column_block(g.n_out, 4 * g.n_in));
+    const int64_t n_blocks = (g.n_out + nb - 1) / nb;
+#pragma omp parallel for schedule(static) if (n_blocks > 1)
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      const int64_t o0 = b * nb, o1 = std::min(g.n_out, o0 + nb);
+      k.swiglu_block_packed(packed, p.m, g, u, o0, o1, p.y + o0, p.ldy);
+    }
+    return;
+  }
   thread_local Bf16Rows x_bf16;
   const uint16_t* const* xb = g.act_dtype == DType::BF16 ? bf16_rows(x, p.m, g.n_in, x_bf16) : nullptr;
   const int64_t nb = column_block(g.n_out, 2 * g.n_in * int64_t(dtype_size(g.dtype)));

@@ -6,6 +6,10 @@
 #endif
 #include <cstdlib>
 #include <string>
+#if defined(__linux__) && defined(__x86_64__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace deepinfer::cpu {
 namespace {
@@ -24,13 +28,32 @@ bool has_avx512_bf16_vbmi() {
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || (ecx & (1u << 1)) == 0) return false;
   return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (eax & (1u << 5)) != 0;
 }
+
+// AMX-TILE and AMX-BF16 (leaf 7, sub-leaf 0, EDX bits 24 and 22), the OS saving the tile state
+// (XCR0 bits 17 and 18), and this process granted it (Linux: arch_prctl ARCH_REQ_XCOMP_PERM for
+// XTILEDATA; without the grant the first tile instruction faults).
+bool has_usable_amx_bf16() {
+#if defined(__linux__) && defined(__x86_64__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) || (edx & (1u << 24)) == 0 || (edx & (1u << 22)) == 0)
+    return false;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx) || (ecx & bit_OSXSAVE) == 0) return false;
+  unsigned xcr0_lo = 0, xcr0_hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  if ((xcr0_lo & (3u << 17)) != (3u << 17)) return false;
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
 #endif
 
 Isa detect() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
-    return has_avx512_bf16_vbmi() ? Isa::kAvx512Bf16 : Isa::kAvx512;
+    return !has_avx512_bf16_vbmi() ? Isa::kAvx512 : has_usable_amx_bf16() ? Isa::kAmx : Isa::kAvx512Bf16;
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
     return Isa::kAvx2;
 #endif
@@ -44,7 +67,8 @@ Isa initial() {
     const Isa want = v == "portable" ? Isa::kPortable
                      : v == "avx2"   ? Isa::kAvx2
                      : v == "avx512" ? Isa::kAvx512
-                                     : Isa::kAvx512Bf16;
+                     : v == "avx512bf16" ? Isa::kAvx512Bf16
+                                         : Isa::kAmx;
     if (int(want) < int(isa)) isa = want;
   }
   return isa;
@@ -59,6 +83,7 @@ std::atomic<Isa>& active() {
 
 std::string_view isa_name(Isa isa) {
   switch (isa) {
+    case Isa::kAmx: return "amx";
     case Isa::kAvx512Bf16: return "avx512bf16";
     case Isa::kAvx512: return "avx512";
     case Isa::kAvx2: return "avx2";

@@ -50,15 +50,34 @@ struct KernelTable {
   // Expanded attention of a sequence's rows over one chunk of its positions (see ExpandedChunk):
   // packs the chunk's keys and values, then updates every row's state (on the OpenMP threads).
   void (*mla_expanded_attend_chunk)(const ExpandedChunk& chunk);
+  // AMX level only (nullptr elsewhere): bf16 weights with bf16 activations run on tiles, every m
+  // alike (simd_amx.h). pack_bf16x rounds rows x_rows[r][0, n_in), r < m, to bf16 into
+  // amx_packed_elems(m, n_in) elements: token tiles of 16 rows, each ceil(n_in / 32) blocks
+  // [16 pairs, 16 rows, 2] (pair p of row j: elements 32c + 2p, +1), zero past m and n_in; tile t
+  // starts at t * amx_packed_elems(16, n_in), so tiles may be packed separately. The blocks
+  // then read it as linear_block_bf16x / swiglu_block_bf16x read row pointers.
+  void (*pack_bf16x)(const float* const* x_rows, int64_t m, int64_t n_in, uint16_t* packed) = nullptr;
+  void (*linear_block_packed)(const uint16_t* packed, int64_t m, const LinearWeight& w, int64_t o_begin,
+                              int64_t o_end, float* y, int64_t ldy) = nullptr;
+  void (*swiglu_block_packed)(const uint16_t* packed, int64_t m, const LinearWeight& gate, const LinearWeight& up,
+                              int64_t o_begin, int64_t o_end, float* y, int64_t ldy) = nullptr;
 };
+
+constexpr int64_t kAmxChunk = 32;        // k per tile step
+constexpr int64_t kAmxBlockElems = 512;  // bf16 elements of one packed [16 pairs, 16 rows, 2] block
+inline int64_t amx_packed_elems(int64_t m, int64_t n_in) {
+  return (m + 15) / 16 * ((n_in + kAmxChunk - 1) / kAmxChunk) * kAmxBlockElems;
+}
 
 extern const KernelTable kPortableKernels;
 extern const KernelTable kAvx2Kernels;
 extern const KernelTable kAvx512Kernels;
 extern const KernelTable kAvx512Bf16Kernels;
+const KernelTable& amx_kernels();  // kAvx512Bf16Kernels plus the packed AMX blocks
 
 inline const KernelTable& kernels() {
   switch (active_isa()) {
+    case Isa::kAmx: return amx_kernels();
     case Isa::kAvx512Bf16: return kAvx512Bf16Kernels;
     case Isa::kAvx512: return kAvx512Kernels;
     case Isa::kAvx2: return kAvx2Kernels;

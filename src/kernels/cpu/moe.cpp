@@ -3,7 +3,8 @@
 // and the per-row weighted sum in increasing expert id. The shared experts are one more group
 // holding every row. Scratch buffers live per calling thread and are reused across calls.
 // Weights with act_dtype BF16 get the inputs (x for gate/up, the SwiGLU output for down)
-// rounded to bf16 once per call, before the phase that reads them.
+// rounded to bf16 once per call, before the phase that reads them; on the AMX level (bf16 weights)
+// each expert's rows are packed into token tiles instead (gemm.h's runs_packed).
 #include "kernels/cpu/moe.h"
 
 #include <algorithm>
@@ -38,6 +39,8 @@ struct MoeScratch {
   std::vector<const uint16_t*> x_rows_bf16;    // [n_assign]
   std::vector<uint16_t> act_bf16;              // [n_assign, ld_act], when a down projection does
   std::vector<const uint16_t*> act_rows_bf16;  // [n_assign]
+  std::vector<uint16_t> x_packed, act_packed;  // per group: its rows' token tiles (AMX)
+  std::vector<int64_t> x_packed_at, act_packed_at;  // [groups]: offsets into them
   std::vector<Group> groups;
   std::vector<Task> up_tasks, down_tasks;
 };
@@ -68,7 +71,16 @@ void moe(const MoeParams& p) {
   // One activation precision per projection kind across the routed and shared experts.
   const bool up_bf16 = g0.act_dtype == DType::BF16, down_bf16 = p.experts[0].down->act_dtype == DType::BF16;
   MoeScratch& s = moe_scratch();
-  const uint16_t* const* xb = up_bf16 ? bf16_rows(strided_rows(p.x, p.ldx, m), m, d, s.x_bf16) : nullptr;
+  const KernelTable& kt = kernels();
+  // Packed AMX blocks for a projection kind when every expert's weights of that kind take them.
+  bool pack_up = up_bf16, pack_down = down_bf16;
+  for (int e = 0; e <= p.n_experts; ++e) {
+    const MlpWeightRefs* w = e < p.n_experts ? &p.experts[e] : p.shared;
+    if (!w) continue;
+    pack_up = pack_up && runs_packed(*w->gate) && runs_packed(*w->up);
+    pack_down = pack_down && runs_packed(*w->down);
+  }
+  const uint16_t* const* xb = up_bf16 && !pack_up ? bf16_rows(strided_rows(p.x, p.ldx, m), m, d, s.x_bf16) : nullptr;
   s.count.assign(size_t(p.n_experts) + 1, 0);
   for (int64_t i = 0; i < m * k; ++i) {
     DI_CHECK(p.expert_ids[i] >= 0 && p.expert_ids[i] < p.n_experts);
@@ -99,7 +111,7 @@ void moe(const MoeParams& p) {
       if (xb) s.x_rows_bf16[size_t(m * k + r)] = xb[r];
     }
   for (int64_t i = 0; i < n_assign; ++i) s.act_rows[size_t(i)] = s.act.data() + i * ld_act;
-  if (down_bf16) {
+  if (down_bf16 && !pack_down) {
     s.act_bf16.resize(size_t(n_assign * ld_act));
     s.act_rows_bf16.resize(size_t(n_assign));
     for (int64_t i = 0; i < n_assign; ++i) s.act_rows_bf16[size_t(i)] = s.act_bf16.data() + i * ld_act;
@@ -113,6 +125,8 @@ void moe(const MoeParams& p) {
   if (p.shared) s.groups.push_back({p.shared, m * k, m});
   s.up_tasks.clear();
   s.down_tasks.clear();
+  s.x_packed_at.assign(1, 0);
+  s.act_packed_at.assign(1, 0);
   for (int g = 0; g < int(s.groups.size()); ++g) {
     const MlpWeightRefs& w = *s.groups[size_t(g)].mlp;
     DI_CHECK(w.gate->n_in == d && w.down->n_out == d && w.down->n_in == w.gate->n_out);
@@ -124,22 +138,41 @@ void moe(const MoeParams& p) {
                   (admits_bf16_activations(*w.gate) && w.up->block_cols == w.gate->block_cols)) &&
                      (w.down->act_dtype == DType::F32 || admits_bf16_activations(*w.down)),
                  "bf16 activations need bf16 weights or fp8 weights with blocks of a multiple of 32 columns");
-    add_tasks(s.up_tasks, g, w.gate->n_out, column_block(w.gate->n_out, 2 * d * int64_t(dtype_size(w.gate->dtype))));
-    add_tasks(s.down_tasks, g, d, column_block(d, w.down->n_in * int64_t(dtype_size(w.down->dtype))));
+    const int64_t nb_up = column_block(w.gate->n_out, 2 * d * int64_t(dtype_size(w.gate->dtype)));
+    const int64_t nb_down = column_block(d, w.down->n_in * int64_t(dtype_size(w.down->dtype)));
+    add_tasks(s.up_tasks, g, w.gate->n_out, pack_up ? packed_column_block(nb_up) : nb_up);
+    add_tasks(s.down_tasks, g, d, pack_down ? packed_column_block(nb_down) : nb_down);
+    const int64_t n = s.groups[size_t(g)].n;
+    s.x_packed_at.push_back(s.x_packed_at.back() + (pack_up ? amx_packed_elems(n, d) : 0));
+    s.act_packed_at.push_back(s.act_packed_at.back() + (pack_down ? amx_packed_elems(n, w.down->n_in) : 0));
   }
+  s.x_packed.resize(size_t(s.x_packed_at.back()));
+  s.act_packed.resize(size_t(s.act_packed_at.back()));
 
-  const KernelTable& kt = kernels();
+  const int n_groups = int(s.groups.size());
 #pragma omp parallel
   {
+    if (pack_up) {
+#pragma omp for schedule(dynamic, 1)
+      for (int g = 0; g < n_groups; ++g)
+        kt.pack_bf16x(s.x_rows.data() + s.groups[size_t(g)].begin, s.groups[size_t(g)].n, d,
+                      s.x_packed.data() + s.x_packed_at[size_t(g)]);
+    }
 #pragma omp for schedule(dynamic, 1)
     for (size_t t = 0; t < s.up_tasks.size(); ++t) {
       const Task& task = s.up_tasks[t];
       const Group& g = s.groups[size_t(task.g)];
       float* y = s.act.data() + g.begin * ld_act + task.o0;
-      if (up_bf16) kt.swiglu_block_bf16x(s.x_rows_bf16.data() + g.begin, g.n, *g.mlp->gate, *g.mlp->up, task.o0, task.o1, y, ld_act);
+      if (pack_up) kt.swiglu_block_packed(s.x_packed.data() + s.x_packed_at[size_t(task.g)], g.n, *g.mlp->gate, *g.mlp->up, task.o0, task.o1, y, ld_act);
+      else if (up_bf16) kt.swiglu_block_bf16x(s.x_rows_bf16.data() + g.begin, g.n, *g.mlp->gate, *g.mlp->up, task.o0, task.o1, y, ld_act);
       else kt.swiglu_block(s.x_rows.data() + g.begin, g.n, *g.mlp->gate, *g.mlp->up, task.o0, task.o1, y, ld_act);
     }
-    if (down_bf16) {
+    if (pack_down) {
+#pragma omp for schedule(dynamic, 1)
+      for (int g = 0; g < n_groups; ++g)
+        kt.pack_bf16x(s.act_rows.data() + s.groups[size_t(g)].begin, s.groups[size_t(g)].n,
+                      s.groups[size_t(g)].mlp->down->n_in, s.act_packed.data() + s.act_packed_at[size_t(g)]);
+    } else if (down_bf16) {
 #pragma omp for schedule(static)
       for (int64_t i = 0; i < n_assign; ++i)  // routed assignments first, then the shared rows
         kt.round_to_bf16(s.act_rows[size_t(i)], s.act_bf16.data() + i * ld_act, i < m * k ? inter : inter_shared);
@@ -149,7 +182,8 @@ void moe(const MoeParams& p) {
       const Task& task = s.down_tasks[t];
       const Group& g = s.groups[size_t(task.g)];
       float* y = s.out.data() + g.begin * d + task.o0;
-      if (down_bf16) kt.linear_block_bf16x(s.act_rows_bf16.data() + g.begin, g.n, *g.mlp->down, task.o0, task.o1, y, d);
+      if (pack_down) kt.linear_block_packed(s.act_packed.data() + s.act_packed_at[size_t(task.g)], g.n, *g.mlp->down, task.o0, task.o1, y, d);
+      else if (down_bf16) kt.linear_block_bf16x(s.act_rows_bf16.data() + g.begin, g.n, *g.mlp->down, task.o0, task.o1, y, d);
       else kt.linear_block(s.act_rows.data() + g.begin, g.n, *g.mlp->down, task.o0, task.o1, y, d);
     }
 #pragma omp for schedule(static)

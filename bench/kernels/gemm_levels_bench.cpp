@@ -1,0 +1,304 @@
+// bf16 weights x bf16 activations on the two top ISA levels, side by side in one run: the
+// avx512bf16 level (VDPBF16PS tiles, bench/RESULTS.md's first rounds) against the amx level
+// (simd_amx.h), both batch invariant. Prints, per level and case, the median of --reps
+// interleaved repetitions, rated by process CPU time (robust on a shared machine) and by wall time:
+// - the peaks the GEMM is measured against: register-only VDPBF16PS and TDPBF16PS loops, on
+//   one thread and on every OpenMP thread;
+// - GEMV at m = 1 over 1 GiB of weights in rotation (memory-bound: GB/s of weights);
+// - linear (2816 x 2048) and SwiGLU (2 x 1408 x 2048) at m = 8 .. 512 (GFLOP/s);
+// - the V2-Lite MoE layer (64 experts of 1408, top-6, 2 shared) at m = 1 .. 512 (ms);
+// - the share of the amx level's per-call weight-panel copy in a linear call (what repacking the
+//   weights at load would save at most).
+// Usage: gemm_levels_bench [--reps N] [--quick]; OMP_NUM_THREADS sets the threads.
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/moe.h"
+#include "kernels/cpu/simd_amx.h"
+
+namespace deepinfer {
+namespace {
+
+double cpu_seconds() {
+  timespec t;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+double wall_seconds() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+}
+
+// Normal-looking bf16 values (no denormals) from a cheap generator; n may be large.
+void fill_bf16(uint16_t* p, int64_t n, uint32_t seed, float scale) {
+  constexpr int64_t kBlock = 1 << 20;
+  std::vector<uint16_t> block(size_t(std::min(n, kBlock)));
+  uint32_t s = seed;
+  for (uint16_t& v : block) {
+    float sum = 0;
+    for (int i = 0; i < 4; ++i) {
+      s = s * 1664525u + 1013904223u;
+      sum += float(s >> 8) * (1.0f / float(1 << 24)) - 0.5f;
+    }
+    v = f32_to_bf16(sum * scale);
+  }
+  for (int64_t i = 0; i < n; i += kBlock) std::memcpy(p + i, block.data(), size_t(std::min(kBlock, n - i)) * 2);
+}
+
+std::vector<float> activations(int64_t n, uint32_t seed) {
+  std::vector<uint16_t> b(static_cast<size_t>(n));
+  fill_bf16(b.data(), n, seed, 2.0f);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) x[size_t(i)] = bf16_to_f32(b[size_t(i)]) + 1e-3f * float(i % 7);
+  return x;
+}
+
+struct Weights {  // `count` bf16 matrices [n_out, n_in] with bf16 activations
+  std::vector<uint16_t> data;
+  std::vector<LinearWeight> w;
+  Weights(int count, int64_t n_out, int64_t n_in, uint32_t seed) : data(size_t(count * n_out * n_in)) {
+    fill_bf16(data.data(), int64_t(data.size()), seed, 0.05f);
+    for (int i = 0; i < count; ++i) {
+      LinearWeight lw;
+      lw.dtype = DType::BF16;
+      lw.act_dtype = DType::BF16;
+      lw.data = data.data() + size_t(i) * size_t(n_out * n_in);
+      lw.n_out = n_out;
+      lw.n_in = n_in;
+      w.push_back(lw);
+    }
+  }
+};
+
+struct Timing {
+  double cpu = 0, wall = 0;
+};
+
+// Runs f `iters` times; returns the seconds per call.
+Timing time_calls(int iters, const std::function<void(int)>& f) {
+  f(0);
+  const double c0 = cpu_seconds(), w0 = wall_seconds();
+  for (int i = 0; i < iters; ++i) f(i);
+  return {(cpu_seconds() - c0) / iters, (wall_seconds() - w0) / iters};
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Register-only loops: FLOP per CPU second of one thread, and per wall second on all threads.
+__attribute__((target("avx512f,avx512bf16"))) double vdpbf16ps_loop(int64_t iters) {
+  __m512 acc[12];
+  for (__m512& a : acc) a = _mm512_setzero_ps();
+  const __m512bh a = __m512bh(_mm512_set1_epi16(0x3f80)), b = __m512bh(_mm512_set1_epi16(0x3c00));
+  for (int64_t i = 0; i < iters; ++i)
+    for (__m512& c : acc) {
+      c = _mm512_dpbf16_ps(c, a, b);
+      asm volatile("" : "+v"(c));
+    }
+  float s = 0;
+  for (__m512& c : acc) s += _mm512_reduce_add_ps(c);
+  asm volatile("" ::"m"(s));
+  return double(iters) * 12 * 16 * 2 * 2;
+}
+
+__attribute__((target("amx-tile,amx-bf16"))) double tdpbf16ps_loop(int64_t iters) {
+  static const cpu::amx::TileConfig cfg;
+  _tile_loadconfig(&cfg);
+  alignas(64) static uint16_t ones[512];
+  std::fill(std::begin(ones), std::end(ones), uint16_t(0x3c00));
+  _tile_loadd(4, ones, 64);
+  _tile_loadd(5, ones, 64);
+  _tile_loadd(6, ones, 64);
+  _tile_loadd(7, ones, 64);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int64_t i = 0; i < iters; ++i) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_release();
+  return double(iters) * 4 * 16 * 16 * 32 * 2;
+}
+
+void peak(const char* name, double (*loop)(int64_t), int64_t iters) {
+  const double c0 = cpu_seconds();
+  const double flop1 = loop(iters);
+  const double one = flop1 / (cpu_seconds() - c0) / 1e9;
+  double flop_all = 0;
+  const double w0 = wall_seconds();
+#pragma omp parallel reduction(+ : flop_all)
+  flop_all += loop(iters);
+  const double all = flop_all / (wall_seconds() - w0) / 1e9;
+  std::printf("peak %-10s one thread %8.1f GFLOP/s per CPU second; %d threads %8.1f GFLOP/s wall\n", name, one,
+              omp_get_max_threads(), all);
+}
+
+struct Level {
+  const char* name;
+  cpu::Isa isa;
+};
+
+// Runs `body(level)` for each level, interleaved, `reps` times; prints medians of value(t).
+void compare(const std::string& label, const std::vector<Level>& levels, int reps, const char* unit,
+             const std::function<Timing(const Level&)>& body, const std::function<double(double)>& value) {
+  std::vector<std::vector<double>> cpu(levels.size()), wall(levels.size());
+  for (int r = 0; r < reps; ++r)
+    for (size_t l = 0; l < levels.size(); ++l) {
+      cpu::set_active_isa(levels[l].isa);
+      const Timing t = body(levels[l]);
+      cpu[l].push_back(value(t.cpu));
+      wall[l].push_back(value(t.wall));
+    }
+  std::printf("%-34s", label.c_str());
+  for (size_t l = 0; l < levels.size(); ++l)
+    std::printf(" | %-10s %8.1f %s (cpu) %8.1f (wall)", levels[l].name, median(cpu[l]), unit, median(wall[l]));
+  if (levels.size() == 2) std::printf(" | amx/avx512bf16 %.2fx (cpu)", median(cpu[0]) / median(cpu[1]));
+  std::printf("\n");
+  std::fflush(stdout);
+}
+
+int run(int argc, char** argv) {
+  int reps = 5;
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
+    else if (a == "--quick") quick = true;
+    else {
+      std::fprintf(stderr, "usage: gemm_levels_bench [--reps N] [--quick]\n");
+      return 2;
+    }
+  }
+  if (cpu::best_supported_isa() < cpu::Isa::kAmx) {
+    std::fprintf(stderr, "this CPU (or OS) offers no AMX: best level %s\n",
+                 std::string(cpu::isa_name(cpu::best_supported_isa())).c_str());
+    return 1;
+  }
+  std::printf("threads %d, reps %d (medians)\n", omp_get_max_threads(), reps);
+  peak("VDPBF16PS", &vdpbf16ps_loop, quick ? 2000000 : 20000000);
+  peak("TDPBF16PS", &tdpbf16ps_loop, quick ? 200000 : 2000000);
+  const std::vector<Level> levels = {{"amx", cpu::Isa::kAmx}, {"avx512bf16", cpu::Isa::kAvx512Bf16}};
+
+  // GEMV: 1 GiB of weights in rotation.
+  for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{10944, 2048}, {2048, 10944}}) {
+    const int count = int((int64_t(1) << 30) / (n_out * n_in * 2));
+    Weights ws(count, n_out, n_in, 7);
+    const std::vector<float> x = activations(n_in, 3);
+    std::vector<float> y(static_cast<size_t>(n_out));
+    compare("GEMV m=1 " + std::to_string(n_out) + "x" + std::to_string(n_in), levels, reps, "GB/s",
+            [&](const Level&) {
+              return time_calls(count, [&](int i) { cpu::linear({x.data(), n_in, 1, &ws.w[size_t(i % count)], y.data(), n_out}); });
+            },
+            [&](double s) { return double(n_out * n_in * 2) / s / 1e9; });
+  }
+
+  // GEMM and SwiGLU.
+  const std::vector<int64_t> ms = quick ? std::vector<int64_t>{8, 64, 256} : std::vector<int64_t>{8, 16, 32, 64, 128, 256, 512};
+  {
+    const int64_t n_out = 2816, n_in = 2048;
+    Weights ws(1, n_out, n_in, 11);
+    for (int64_t m : ms) {
+      const std::vector<float> x = activations(m * n_in, 5);
+      std::vector<float> y(size_t(m * n_out));
+      const int iters = int(std::max<int64_t>(3, 4096 / m));
+      compare("linear m=" + std::to_string(m) + " 2816x2048", levels, reps, "GFLOP/s",
+              [&](const Level&) { return time_calls(iters, [&](int) { cpu::linear({x.data(), n_in, m, &ws.w[0], y.data(), n_out}); }); },
+              [&](double s) { return 2.0 * double(m * n_out * n_in) / s / 1e9; });
+    }
+  }
+  {
+    const int64_t inter = 1408, n_in = 2048;
+    Weights gate(1, inter, n_in, 13), up(1, inter, n_in, 17);
+    for (int64_t m : ms) {
+      const std::vector<float> x = activations(m * n_in, 5);
+      std::vector<float> y(size_t(m * inter));
+      const int iters = int(std::max<int64_t>(3, 4096 / m));
+      compare("swiglu m=" + std::to_string(m) + " 2x1408x2048", levels, reps, "GFLOP/s",
+              [&](const Level&) {
+                return time_calls(iters, [&](int) { cpu::swiglu({x.data(), n_in, m, &gate.w[0], &up.w[0], y.data(), inter}); });
+              },
+              [&](double s) { return 4.0 * double(m * inter * n_in) / s / 1e9; });
+    }
+  }
+
+  // The MoE layer: gate/up/down of 64 experts + one shared expert of twice the width.
+  {
+    const int64_t d = 2048, inter = 1408;
+    const int E = 64, k = 6;
+    Weights gu(2 * E, inter, d, 19), down(E, d, inter, 23), sgu(2, 2 * inter, d, 29), sdown(1, d, 2 * inter, 31);
+    std::vector<MlpWeightRefs> experts;
+    for (int e = 0; e < E; ++e) experts.push_back({&gu.w[size_t(2 * e)], &gu.w[size_t(2 * e + 1)], &down.w[size_t(e)]});
+    const MlpWeightRefs shared{&sgu.w[0], &sgu.w[1], &sdown.w[0]};
+    for (int64_t m : quick ? std::vector<int64_t>{1, 32, 256} : std::vector<int64_t>{1, 8, 32, 128, 512}) {
+      std::vector<int32_t> ids(size_t(m * k));
+      std::vector<float> wts(size_t(m * k), 0.2f);
+      uint32_t s = 3;
+      for (int64_t r = 0; r < m; ++r)
+        for (int j = 0; j < k; ++j) {
+          int32_t e;
+          bool dup;
+          do {
+            s = s * 1664525u + 1013904223u;
+            e = int32_t((s >> 8) % E);
+            dup = false;
+            for (int i = 0; i < j; ++i) dup |= ids[size_t(r * k + i)] == e;
+          } while (dup);
+          ids[size_t(r * k + j)] = e;
+        }
+      const std::vector<float> x = activations(m * d, 5);
+      std::vector<float> y(size_t(m * d));
+      const int iters = int(std::max<int64_t>(2, 256 / m));
+      compare("moe m=" + std::to_string(m) + " (64x1408, top-6 + 2)", levels, reps, "ms",
+              [&](const Level&) {
+                return time_calls(iters, [&](int) { cpu::moe({x.data(), d, m, experts.data(), E, k, ids.data(), wts.data(), &shared, y.data(), d}); });
+              },
+              [&](double sec) { return sec * 1e3; });
+    }
+  }
+
+  // The per-call panel copy against a whole linear call (one thread's view: CPU time).
+  {
+    const int64_t n_out = 2816, n_in = 2048;
+    Weights ws(1, n_out, n_in, 11);
+    std::vector<uint16_t> panels(size_t((n_out + 15) / 16 * ((n_in + 31) / 32) * cpu::amx::kPanelStride + 32));
+    uint16_t* p = reinterpret_cast<uint16_t*>((reinterpret_cast<uintptr_t>(panels.data()) + 63) & ~uintptr_t(63));
+    std::vector<double> copy_s;
+    for (int r = 0; r < reps; ++r)
+      copy_s.push_back(time_calls(20, [&](int) { cpu::amx::copy_panels(ws.w[0], 0, n_out, p); }).cpu);
+    cpu::set_active_isa(cpu::Isa::kAmx);
+    for (int64_t m : {64, 256}) {
+      const std::vector<float> x = activations(m * n_in, 5);
+      std::vector<float> y(size_t(m * n_out));
+      std::vector<double> call_s;
+      for (int r = 0; r < reps; ++r)
+        call_s.push_back(time_calls(int(4096 / m), [&](int) { cpu::linear({x.data(), n_in, m, &ws.w[0], y.data(), n_out}); }).cpu);
+      std::printf("panel copy of 2816x2048 (cached): %.1f us CPU; linear m=%ld: %.1f us CPU: the copy is %.0f %%\n",
+                  median(copy_s) * 1e6, long(m), median(call_s) * 1e6, 100.0 * median(copy_s) / median(call_s));
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace deepinfer
+
+int main(int argc, char** argv) { return deepinfer::run(argc, argv); }

@@ -1,0 +1,22 @@
+// The kernel table for AMX (compiled with its own target flags; see src/kernels/CMakeLists.txt).
+// Only entered when the CPU has AMX-BF16 and the OS granted the tile state (isa.h). It is the
+// AVX-512 BF16 level's table plus the packed blocks: bf16 weights with bf16 activations run on
+// tiles at every batch size (simd_amx.h).
+#include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/simd_amx.h"
+
+namespace deepinfer::cpu {
+
+// Built on first use, after every table's static initialization.
+const KernelTable& amx_kernels() {
+  static const KernelTable table = [] {
+    KernelTable t = kAvx512Bf16Kernels;
+    t.pack_bf16x = &amx::pack_bf16x;
+    t.linear_block_packed = &amx::linear_block_packed;
+    t.swiglu_block_packed = &amx::swiglu_block_packed;
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace deepinfer::cpu

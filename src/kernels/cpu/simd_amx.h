@@ -1,0 +1,376 @@
+// AMX (TMUL, bf16): bf16 weights against bf16 activations on tiles, for every batch size.
+// Included only by kernels_amx.cpp, compiled for it and run only where the CPU has AMX and the
+// OS granted the tile state (isa.cpp).
+//
+// Operands. Weights are the A operand: a tile is 16 weight rows x 32 columns, copied per call from
+// the stored [n_out, n_in] bf16 rows into contiguous panels (copy_panels). Activations are the B
+// operand, packed once per call by pack_bf16x into token tiles (layout in kernel_table.h): for
+// token tile t and k chunk c, row p of the 1 KiB block holds pair p (elements 32c + 2p,
+// 32c + 2p + 1) of each of the tile's 16 tokens. C = A x B is then [16 outputs, 16 tokens] in
+// f32, transposed into y by the epilogue. Past n_in, m and the block's outputs both operands are
+// zero; the matrix is never read beyond its end.
+//
+// Bits. TDPBF16PS adds each chunk's 32 exact products into the f32 accumulator in an order of
+// its own (not VDPBF16PS's); measured on this project's Xeon, an output depends only on its own
+// A row and B column (not on the tile's other rows or columns, nor on which operand is which).
+// Every output is one accumulator zeroed and then fed chunks 0, 1, ... in order, so its bits
+// depend only on its weight row and its activation row: never on m, the tile it lands in, the
+// block, the pass or the thread.
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/kernel_table.h"
+#include "kernels/ops.h"
+
+namespace deepinfer::cpu::amx {
+
+constexpr int kTile = 16;                    // outputs per weight tile, tokens per token tile
+constexpr int64_t kChunk = kAmxChunk;        // k per TDPBF16PS
+constexpr int64_t kBlockElems = kAmxBlockElems;  // bf16 elements of one packed 16 x 32 block
+
+// Every tile 16 rows x 64 bytes: tmm0-3 accumulators, tmm4-5 weights, tmm6-7 activations.
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
+  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+};
+
+// Configures the calling thread's tiles for a block and releases them at its end.
+struct TileScope {
+  TileScope() {
+    static const TileConfig cfg;
+    _tile_loadconfig(&cfg);
+  }
+  ~TileScope() { _tile_release(); }
+  TileScope(const TileScope&) = delete;
+  TileScope& operator=(const TileScope&) = delete;
+};
+
+// In-register transpose of a 16 x 16 matrix of 32-bit lanes: r[i] lane j -> r[j] lane i.
+inline void transpose16(__m512i (&r)[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  // r[4q + s], 128-bit lane L: rows 4q..4q+3 of column 4L + s. Column 4L + s is lane L of
+  // r[s], r[4 + s], r[8 + s], r[12 + s], in that order.
+  for (int s = 0; s < 4; ++s) {
+    const __m512i a = _mm512_shuffle_i32x4(r[s], r[4 + s], 0x88), b = _mm512_shuffle_i32x4(r[s], r[4 + s], 0xdd);
+    const __m512i c = _mm512_shuffle_i32x4(r[8 + s], r[12 + s], 0x88), d = _mm512_shuffle_i32x4(r[8 + s], r[12 + s], 0xdd);
+    t[s] = _mm512_shuffle_i32x4(a, c, 0x88);
+    t[8 + s] = _mm512_shuffle_i32x4(a, c, 0xdd);
+    t[4 + s] = _mm512_shuffle_i32x4(b, d, 0x88);
+    t[12 + s] = _mm512_shuffle_i32x4(b, d, 0xdd);
+  }
+  for (int i = 0; i < 16; ++i) r[i] = t[i];
+}
+
+// Rounds rows x[j][0, n_in), j < m <= 16, to bf16 (nearest even, as VCVTNEPS2BF16) into one
+// token tile: kc blocks of kBlockElems, zero past m and n_in.
+inline void pack_token_tile(const float* const* x, int64_t m, int64_t n_in, uint16_t* tile) {
+  const int64_t kc = (n_in + kChunk - 1) / kChunk;
+  for (int64_t c = 0; c < kc; ++c) {
+    const int64_t k0 = c * kChunk, n = std::min<int64_t>(kChunk, n_in - k0);
+    const __mmask16 lo = __mmask16(n >= 16 ? 0xffff : (1u << n) - 1u);
+    const __mmask16 hi = __mmask16(n >= 32 ? 0xffff : n <= 16 ? 0 : (1u << (n - 16)) - 1u);
+    __m512i r[16];
+    for (int j = 0; j < 16; ++j) {
+      if (j >= m) {
+        r[j] = _mm512_setzero_si512();
+        continue;
+      }
+      const __m256bh a = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(lo, x[j] + k0));
+      const __m256bh b = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(hi, x[j] + k0 + 16));
+      r[j] = _mm512_inserti64x4(_mm512_castsi256_si512(__m256i(a)), __m256i(b), 1);
+    }
+    transpose16(r);
+    for (int p = 0; p < 16; ++p) _mm512_storeu_si512(tile + c * kBlockElems + p * 32, r[p]);
+  }
+}
+
+// pack_bf16x: rows [0, m) into ceil(m / 16) token tiles.
+inline void pack_bf16x(const float* const* x, int64_t m, int64_t n_in, uint16_t* packed) {
+  const int64_t tile_elems = (n_in + kChunk - 1) / kChunk * kBlockElems;
+  for (int64_t t = 0; t * kTile < m; ++t)
+    pack_token_tile(x + t * kTile, std::min<int64_t>(kTile, m - t * kTile), n_in, packed + t * tile_elems);
+}
+
+// Chunks per K block: two weight tiles' K block (2 x 8 KiB) stays in L1 while every token tile
+// of the pass runs over it; the accumulators go to memory between K blocks (exactly: an f32
+// store and load).
+constexpr int64_t kKBlock = 8;
+// Token tiles per pass: their packed activations (about kPassBytes) stay in L2 with the block's
+// weight panels.
+constexpr int64_t kPassBytes = int64_t(1) << 20;
+constexpr int64_t kMaxPassTiles = 16;
+
+// A block's weight tiles, copied once per call: tile i holds outputs [o_begin + 16i, +16), chunk c
+// of it at panels[(i * kc + c) * kPanelStride] as [16 rows, 32 columns], zero past n_in and for
+// rows at or past o_end. (Tile loads from the weights themselves would read 16 rows n_in * 2
+// bytes apart, which for n_in a multiple of 2048 all fall into one L1 set.) The copy reads the
+// block's rows front to back, as a memory stream; a spare line after each 1 KiB chunk spreads a
+// row's stores over the L1 sets.
+constexpr int64_t kPanelStride = kBlockElems + 32;
+inline const uint16_t* copy_panels(const LinearWeight& w, int64_t o_begin, int64_t o_end, uint16_t* panels) {
+  const int64_t n_in = w.n_in, kc = (n_in + kChunk - 1) / kChunk;
+  const int64_t n_rows = (o_end - o_begin + kTile - 1) / kTile * kTile;
+  const uint16_t* base = static_cast<const uint16_t*>(w.data);
+  constexpr int64_t kAhead = 1024 / 2;  // elements of the row stream fetched ahead
+  for (int64_t r = 0; r < n_rows; ++r) {
+    uint16_t* dst = panels + (r / kTile * kc) * kPanelStride + r % kTile * kChunk;
+    const uint16_t* row = base + (o_begin + r) * n_in;
+    for (int64_t c = 0; c < kc; ++c) {
+      const int64_t k = c * kChunk;
+      __m512i v = _mm512_setzero_si512();
+      if (o_begin + r < o_end) {
+        _mm_prefetch(reinterpret_cast<const char*>(row + k + kAhead), _MM_HINT_T0);
+        v = k + kChunk <= n_in ? _mm512_loadu_si512(row + k)
+                               : _mm512_maskz_loadu_epi16(__mmask32((1u << (n_in - k)) - 1u), row + k);
+      }
+      _mm512_store_si512(dst + c * kPanelStride, v);
+    }
+  }
+  return panels;
+}
+
+// Accumulator tiles: tmm0 = (a 0, b 0), tmm1 = (0, 1), tmm2 = (1, 0), tmm3 = (1, 1), held in
+// memory as acc[b][a] between K blocks.
+template <int NA, int NB>
+inline void acc_load(float (*const (&acc)[2])[kTile * kTile]) {
+  _tile_loadd(0, acc[0][0], 64);
+  if constexpr (NB > 1) _tile_loadd(1, acc[1][0], 64);
+  if constexpr (NA > 1) _tile_loadd(2, acc[0][1], 64);
+  if constexpr (NA > 1 && NB > 1) _tile_loadd(3, acc[1][1], 64);
+}
+template <int NA, int NB>
+inline void acc_store(float (*const (&acc)[2])[kTile * kTile]) {
+  _tile_stored(0, acc[0][0], 64);
+  if constexpr (NB > 1) _tile_stored(1, acc[1][0], 64);
+  if constexpr (NA > 1) _tile_stored(2, acc[0][1], 64);
+  if constexpr (NA > 1 && NB > 1) _tile_stored(3, acc[1][1], 64);
+}
+template <int NA, int NB>
+inline void acc_zero() {
+  _tile_zero(0);
+  if constexpr (NB > 1) _tile_zero(1);
+  if constexpr (NA > 1) _tile_zero(2);
+  if constexpr (NA > 1 && NB > 1) _tile_zero(3);
+}
+
+// Where weight tile a's chunk c is read: tile[a] + c * step, its rows `stride` bytes apart. Either
+// panels (step kPanelStride, stride 64) or, for a single token tile, the weight rows themselves
+// (step 32, stride n_in * 2; the hardware prefetchers follow the rows, and software prefetches
+// measured slower): the same values either way.
+struct WeightTilesAt {
+  const uint16_t* tile[2];
+  int64_t step, stride;
+
+  static WeightTilesAt panels(const uint16_t* t0, const uint16_t* t1) { return {{t0, t1}, kPanelStride, 64}; }
+  static WeightTilesAt rows(const uint16_t* t0, const uint16_t* t1, int64_t n_in) { return {{t0, t1}, kChunk, n_in * 2}; }
+};
+
+// acc[b][a] (+)= chunks [c0, c1) of weight tile a x token tile b (tb[b]); from zero when c0 == 0.
+template <int NA, int NB>
+inline void k_block(const WeightTilesAt& wa, const uint16_t* const (&tb)[2], int64_t c0, int64_t c1,
+                    float (*const (&acc)[2])[kTile * kTile]) {
+  if (c0 == 0) acc_zero<NA, NB>();
+  else acc_load<NA, NB>(acc);
+  for (int64_t c = c0; c < c1; ++c) {
+    _tile_loadd(4, wa.tile[0] + c * wa.step, wa.stride);
+    if constexpr (NA > 1) _tile_loadd(5, wa.tile[1] + c * wa.step, wa.stride);
+    _tile_loadd(6, tb[0] + c * kBlockElems, 64);
+    if constexpr (NB > 1) _tile_loadd(7, tb[1] + c * kBlockElems, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    if constexpr (NB > 1) _tile_dpbf16ps(1, 4, 7);
+    if constexpr (NA > 1) _tile_dpbf16ps(2, 5, 6);
+    if constexpr (NA > 1 && NB > 1) _tile_dpbf16ps(3, 5, 7);
+  }
+  acc_store<NA, NB>(acc);
+}
+
+// Memory to bring into L2 while a group computes: the weight rows the next group copies (up to
+// two contiguous regions), fetched a K block's share at a time, so the copy finds them there.
+struct Ahead {
+  const char* at[2] = {nullptr, nullptr};
+  int64_t bytes[2] = {0, 0};
+
+  void fetch(int64_t c0, int64_t c1, int64_t kc) const {
+    for (int i = 0; i < 2; ++i)
+      for (int64_t b = bytes[i] * c0 / kc / 64 * 64; b < bytes[i] * c1 / kc; b += 64) _mm_prefetch(at[i] + b, _MM_HINT_T1);
+  }
+};
+
+// Token tiles [tt0, tt1) against weight tiles a < NA, all kc chunks: acc[t - tt0][a].
+template <int NA>
+inline void group_pass(const WeightTilesAt& wa, int64_t kc, const uint16_t* packed, int64_t tt0, int64_t tt1,
+                       const Ahead& ahead, float (*acc)[2][kTile * kTile]) {
+  const int64_t tile_elems = kc * kBlockElems;
+  for (int64_t c0 = 0; c0 < kc; c0 += kKBlock) {
+    const int64_t c1 = std::min(kc, c0 + kKBlock);
+    ahead.fetch(c0, c1, kc);
+    for (int64_t tt = tt0; tt < tt1; tt += 2) {
+      const bool two = tt + 1 < tt1;
+      const uint16_t* tb[2] = {packed + tt * tile_elems, packed + (two ? tt + 1 : tt) * tile_elems};
+      float (*const a[2])[kTile * kTile] = {acc[tt - tt0], acc[tt - tt0 + (two ? 1 : 0)]};
+      if (two) k_block<NA, 2>(wa, tb, c0, c1, a);
+      else k_block<NA, 1>(wa, tb, c0, c1, a);
+    }
+  }
+}
+
+// Per-thread panel buffer of at least n elements, 64-byte aligned.
+inline uint16_t* panel_buffer(int64_t n) {
+  thread_local std::vector<uint16_t> buf;
+  buf.resize(size_t(n + 32));
+  return reinterpret_cast<uint16_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
+}
+
+inline int64_t pass_tiles(int64_t tile_elems) {
+  return std::clamp<int64_t>(kPassBytes / (tile_elems * 2), 2, kMaxPassTiles);
+}
+
+// Writes a [16 outputs, 16 tokens] accumulator into y[j * ldy + i] (token j < n_tok, output
+// i < n_out).
+inline void store_transposed(const float* acc, int n_tok, int n_out, float* y, int64_t ldy) {
+  __m512i r[16];
+  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(acc + i * kTile);
+  transpose16(r);
+  const __mmask16 mk = __mmask16((1u << n_out) - 1u);
+  for (int j = 0; j < n_tok; ++j) _mm512_mask_storeu_epi32(y + j * ldy, mk, r[j]);
+}
+
+// e^x for 16 lanes, |relative error| < 2e-7 on [-87, 88] (inputs clamped there): Cody-Waite
+// reduction by ln 2 and a degree-6 polynomial.
+inline __m512 exp16(__m512 x) {
+  x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.0f)), _mm512_set1_ps(-87.33f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), x);
+  r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return _mm512_scalef_ps(p, n);
+}
+
+// gate[i] = silu(gate[i]) * up[i] = g / (1 + e^-g) * u, i < 256.
+inline void silu_mul(float* gate, const float* up) {
+  for (int i = 0; i < kTile * kTile; i += 16) {
+    const __m512 g = _mm512_loadu_ps(gate + i);
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), g));
+    _mm512_storeu_ps(gate + i, _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), e)), _mm512_loadu_ps(up + i)));
+  }
+}
+
+// Whether a block streams its weights straight into the tiles (one token tile, whole chunks)
+// rather than through panels.
+inline bool streams_weights(int64_t m, int64_t n_in) { return m <= kTile && n_in % kChunk == 0; }
+
+// linear_block_packed (kernel_table.h): the block's weights copied into panels (or streamed),
+// then per pass of token tiles, output tiles in pairs.
+inline void linear_block_packed(const uint16_t* packed, int64_t m, const LinearWeight& w, int64_t o_begin,
+                                int64_t o_end, float* y, int64_t ldy) {
+  const int64_t kc = (w.n_in + kChunk - 1) / kChunk, tile_elems = kc * kBlockElems;
+  const int64_t n_tiles = (o_end - o_begin + kTile - 1) / kTile, n_tt = (m + kTile - 1) / kTile;
+  const int64_t panel_elems = kc * kPanelStride;
+  const bool stream = streams_weights(m, w.n_in);
+  uint16_t* panels = panel_buffer((stream ? 2 : n_tiles) * panel_elems);
+  const uint16_t* base = static_cast<const uint16_t*>(w.data);
+  const int64_t per_pass = pass_tiles(tile_elems);
+  alignas(64) float acc[kMaxPassTiles][2][kTile * kTile];
+  TileScope tiles;
+  for (int64_t tt0 = 0; tt0 < n_tt; tt0 += per_pass) {
+    const int64_t tt1 = std::min(n_tt, tt0 + per_pass);
+    for (int64_t i = 0; i < n_tiles; i += 2) {
+      const int na = i + 1 < n_tiles ? 2 : 1;
+      const int64_t o0 = o_begin + i * kTile;
+      WeightTilesAt wa = WeightTilesAt::panels(panels + i * panel_elems, panels + (i + na - 1) * panel_elems);
+      Ahead ahead;
+      if (!stream && tt0 == 0) {  // the first pass copies each group's panels as it reaches them
+        copy_panels(w, o0, std::min(o_end, o0 + na * kTile), panels + i * panel_elems);
+        const int64_t next = o0 + 2 * kTile;
+        ahead.at[0] = reinterpret_cast<const char*>(base + next * w.n_in);
+        ahead.bytes[0] = std::max<int64_t>(0, std::min(o_end, next + 2 * kTile) - next) * w.n_in * 2;
+      }
+      if (stream && o0 + na * kTile <= w.n_out) {
+        wa = WeightTilesAt::rows(base + o0 * w.n_in, base + (o0 + (na - 1) * kTile) * w.n_in, w.n_in);
+      } else if (stream) {  // rows past the matrix: through a panel of these tiles
+        copy_panels(w, o0, std::min(o_end, o0 + na * kTile), panels);
+        wa = WeightTilesAt::panels(panels, panels + (na - 1) * panel_elems);
+      }
+      if (na == 2) group_pass<2>(wa, kc, packed, tt0, tt1, ahead, acc);
+      else group_pass<1>(wa, kc, packed, tt0, tt1, ahead, acc);
+      for (int64_t tt = tt0; tt < tt1; ++tt)
+        for (int a = 0; a < na; ++a) {
+          const int64_t t = tt * kTile, o = o0 + a * kTile;
+          store_transposed(acc[tt - tt0][a], int(std::min<int64_t>(kTile, m - t)), int(std::min<int64_t>(kTile, o_end - o)),
+                           y + t * ldy + (o - o_begin), ldy);
+        }
+    }
+  }
+}
+
+// swiglu_block_packed (kernel_table.h): each gate tile with the up tile of the same 16 outputs.
+inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearWeight& gate, const LinearWeight& up,
+                                int64_t o_begin, int64_t o_end, float* y, int64_t ldy) {
+  const int64_t kc = (gate.n_in + kChunk - 1) / kChunk, tile_elems = kc * kBlockElems;
+  const int64_t n_tiles = (o_end - o_begin + kTile - 1) / kTile, n_tt = (m + kTile - 1) / kTile;
+  const int64_t panel_elems = kc * kPanelStride;
+  const bool stream = streams_weights(m, gate.n_in);
+  const int64_t n_panels = stream ? 1 : n_tiles;
+  uint16_t* gate_panels = panel_buffer(2 * n_panels * panel_elems);
+  uint16_t* up_panels = gate_panels + n_panels * panel_elems;
+  const uint16_t *g_base = static_cast<const uint16_t*>(gate.data), *u_base = static_cast<const uint16_t*>(up.data);
+  const int64_t per_pass = pass_tiles(tile_elems);
+  alignas(64) float acc[kMaxPassTiles][2][kTile * kTile];
+  TileScope tiles;
+  for (int64_t tt0 = 0; tt0 < n_tt; tt0 += per_pass) {
+    const int64_t tt1 = std::min(n_tt, tt0 + per_pass);
+    for (int64_t i = 0; i < n_tiles; ++i) {
+      const int64_t o = o_begin + i * kTile;
+      WeightTilesAt wa = WeightTilesAt::panels(gate_panels + i * panel_elems, up_panels + i * panel_elems);
+      Ahead ahead;
+      if (!stream && tt0 == 0) {  // the first pass copies each tile's panels as it reaches them
+        copy_panels(gate, o, std::min(o_end, o + kTile), gate_panels + i * panel_elems);
+        copy_panels(up, o, std::min(o_end, o + kTile), up_panels + i * panel_elems);
+        const int64_t next = o + kTile, bytes = std::max<int64_t>(0, std::min(o_end, next + kTile) - next) * gate.n_in * 2;
+        ahead.at[0] = reinterpret_cast<const char*>(g_base + next * gate.n_in);
+        ahead.at[1] = reinterpret_cast<const char*>(u_base + next * gate.n_in);
+        ahead.bytes[0] = ahead.bytes[1] = bytes;
+      }
+      if (stream && o + kTile <= gate.n_out) {
+        wa = WeightTilesAt::rows(g_base + o * gate.n_in, u_base + o * gate.n_in, gate.n_in);
+      } else if (stream) {  // rows past the matrix: through panels of this tile
+        copy_panels(gate, o, std::min(o_end, o + kTile), gate_panels);
+        copy_panels(up, o, std::min(o_end, o + kTile), up_panels);
+        wa = WeightTilesAt::panels(gate_panels, up_panels);
+      }
+      group_pass<2>(wa, kc, packed, tt0, tt1, ahead, acc);
+      for (int64_t tt = tt0; tt < tt1; ++tt) {
+        const int64_t t = tt * kTile;
+        silu_mul(acc[tt - tt0][0], acc[tt - tt0][1]);
+        store_transposed(acc[tt - tt0][0], int(std::min<int64_t>(kTile, m - t)), int(std::min<int64_t>(kTile, o_end - o)),
+                         y + t * ldy + (o - o_begin), ldy);
+      }
+    }
+  }
+}
+
+}  // namespace deepinfer::cpu::amx
