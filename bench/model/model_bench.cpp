@@ -8,6 +8,9 @@
 // The batch-1 roofline columns divide the bytes a decoded token must read (active weights and
 // its KV) by the step's wall time, and by the CPU time of all its threads: on a shared machine
 // the latter, run on one thread, compares with read_bandwidth_bench on one thread.
+// Prefill runs the prompt as prompt rows (DeepSeek-V2/V3: expanded MLA) and, with
+// --prefill-formulations expanded,absorbed (the default), the same prompt again as generated rows
+// (absorbed MLA), alternating --prefill-repeats times, for the ratio of the two in one run.
 // --verify-rows times steps with several new rows per sequence, all with logits: the cost of
 // verifying speculative drafts, and so the speedup a draft that is always right would give.
 // Any architecture load_causal_lm reads runs, with the cache kinds it names (CausalLM::kv_kinds);
@@ -157,6 +160,8 @@ struct Options {
   std::vector<int> contexts = {512, 4096};
   std::vector<int> prompts = {512, 2048};
   std::vector<int> verify_rows;  // > 1: rows per sequence of a speculative verification step
+  std::vector<std::string> prefill_formulations = {"expanded", "absorbed"};
+  int prefill_repeats = 1;
   int steps = 3;
   double max_kv_gib = 6.0;
 };
@@ -243,7 +248,8 @@ int run(const Options& o) {
     }
   }
 
-  std::printf("\n| prompt tokens | prefill s (= time to first token) | prefill tok/s | CPU s |\n|---|---|---|---|\n");
+  std::printf("\n| prompt tokens | rows as | prefill s (= time to first token) | prefill tok/s | CPU s |\n"
+              "|---|---|---|---|---|\n");
   for (int n : o.prompts) {
     if (n <= 0) continue;
     BenchCache cache(kinds, kv_dtype, 1, 0, n + 1);
@@ -255,12 +261,18 @@ int run(const Options& o) {
     b.seqs.push_back(cache.sequence(0, 0, int32_t(n), int32_t(n)));
     b.logit_rows.push_back(n - 1);
     std::vector<float> logits(size_t(info.vocab_size));
-    const auto t0 = Clock::now();
-    const double c0 = process_cpu_seconds();
-    m.forward(b, cache.view, logits.data());
-    const double s = seconds_since(t0);
-    std::printf("| %d | %.2f | %.1f | %.2f |\n", n, s, n / s, process_cpu_seconds() - c0);
-    std::fflush(stdout);
+    for (int rep = 0; rep < o.prefill_repeats; ++rep)
+      for (const std::string& f : o.prefill_formulations) {
+        // expanded: prompt rows; absorbed: the same rows as generated ones
+        b.prompt_rows.assign(f == "expanded" ? size_t(n) : 0, 1);
+        const auto t0 = Clock::now();
+        const double c0 = process_cpu_seconds();
+        m.forward(b, cache.view, logits.data());
+        const double s = seconds_since(t0);
+        std::printf("| %d | %s | %.2f | %.1f | %.2f |\n", n, f == "expanded" ? "prompt (expanded)" : "generated (absorbed)",
+                    s, n / s, process_cpu_seconds() - c0);
+        std::fflush(stdout);
+      }
   }
   if (!kv_rows.empty()) {
     std::printf("\n| context | batch | tokens cached (all sequences) | resident cache bytes (RSS growth) | "
@@ -291,6 +303,11 @@ int main(int argc, char** argv) {
                  "Rows per sequence of speculative verification steps to time at the first context (e.g. 1,2,3,5)")
       ->delimiter(',');
   app.add_option("--max-kv-gib", o.max_kv_gib, "Skip decode configurations whose cache is larger");
+  app.add_option("--prefill-formulations", o.prefill_formulations,
+                 "Prefill the prompts as prompt rows (expanded MLA) and/or as generated rows (absorbed MLA)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"expanded", "absorbed"}));
+  app.add_option("--prefill-repeats", o.prefill_repeats, "Prefill runs per prompt length and formulation, alternating");
   CLI11_PARSE(app, argc, argv);
   return deepinfer::run(o);
 }
