@@ -29,6 +29,11 @@ std::string where(const OutputConstraint& c) {
   return c.kind == OutputConstraint::Kind::kJsonSchema ? "response_format.json_schema.schema" : c.param;
 }
 
+// The request field an error names: its own, else the constraint's.
+std::string field_of(const Status& error, const OutputConstraint& c) {
+  return error.field().empty() ? c.param : error.field();
+}
+
 }  // namespace
 
 GrammarCache::GrammarCache(std::shared_ptr<const grammar::TokenVocabulary> vocabulary, GrammarCacheOptions options)
@@ -47,9 +52,9 @@ GrammarCache::Entry GrammarCache::compile(const OutputConstraint& constraint, st
   e.key = std::move(key);
   auto compiled = compile_text(constraint, options_.json_schema);
   if (!compiled.ok()) {
-    // Tool-call constraint errors already name the tool's field.
+    // Tool-call constraint errors already name the tool's field (or response_format's, with it).
     e.error = constraint.kind == OutputConstraint::Kind::kToolCalls
-                  ? Status::Error(compiled.status().message())
+                  ? compiled.status()
                   : Status::Error("'" + where(constraint) + "': " + compiled.status().message());
     return e;
   }
@@ -72,7 +77,7 @@ Result<std::shared_ptr<GrammarMaskCache>> GrammarCache::get(const OutputConstrai
     if (auto it = index_.find(key); it != index_.end()) {
       lru_.splice(lru_.begin(), lru_, it->second);
       const Entry& e = *it->second;
-      if (!e.error.ok()) return Status(e.error).with_field(constraint.param);
+      if (!e.error.ok()) return Status(e.error).with_field(field_of(e.error, constraint));
       if (e.masks->status().ok()) return e.masks;
       stale = e.grammar;
     }
@@ -90,7 +95,8 @@ Result<std::shared_ptr<GrammarMaskCache>> GrammarCache::get(const OutputConstrai
     e = compile(constraint, std::move(key));
   }
   Result<std::shared_ptr<GrammarMaskCache>> out =
-      e.error.ok() ? Result<std::shared_ptr<GrammarMaskCache>>(e.masks) : Status(e.error).with_field(constraint.param);
+      e.error.ok() ? Result<std::shared_ptr<GrammarMaskCache>>(e.masks)
+                   : Status(e.error).with_field(field_of(e.error, constraint));
   insert(std::move(e));
   return out;
 }

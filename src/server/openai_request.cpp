@@ -1,6 +1,7 @@
 #include "server/openai_request.h"
 
 #include <cmath>
+#include <optional>
 #include <set>
 
 #include "server/request_json.h"
@@ -387,22 +388,25 @@ ApiResult<ChatRequest> parse_chat_request(const json& body, const RequestLimits&
     if ((r.tool_choice == "required") && r.tools.is_null())
       return bad("tool_choice", "'tool_choice' is required but no 'tools' were given");
   }
-  if (r.options.constraint.kind != OutputConstraint::Kind::kNone &&
-      (r.tool_choice == "required" || r.tool_choice == "function"))
-    return bad("tool_choice", "'" + r.options.constraint.param + "' constrains the answer's text, so 'tool_choice' "
-                              "cannot force a tool call in the same request");
-  // Strict tools constrain the answer's tool calls (server/tool_call_grammar.h), which is a
-  // constraint of its own.
+  // Strict tools constrain the answer's tool calls (server/tool_call_grammar.h) and, with
+  // response_format, its text besides them; regex and grammar cannot share the answer with them.
+  using Kind = OutputConstraint::Kind;
+  const Kind kind = r.options.constraint.kind;
+  std::optional<size_t> strict_tool;
   if (r.tools.is_array())
     for (size_t i = 0; i < r.tools.size(); ++i) {
       const json* strict = find_member(*find_member(r.tools[i], "function"), "strict");
       if (strict && !strict->is_null() && !strict->is_boolean())
         return bad("tools", "'tools[" + std::to_string(i) + "].function.strict' must be true or false");
-      if (strict && strict->is_boolean() && strict->get<bool>() && r.tool_choice != "none" &&
-          r.options.constraint.kind != OutputConstraint::Kind::kNone)
-        return bad("tools", "tools[" + std::to_string(i) + "].function.strict constrains the tool calls, so '" +
-                                r.options.constraint.param + "' cannot constrain the same answer");
+      if (strict && strict->is_boolean() && strict->get<bool>() && r.tool_choice != "none" && !strict_tool)
+        strict_tool = i;
     }
+  if (strict_tool && (kind == Kind::kRegex || kind == Kind::kGrammar))
+    return bad("tools", "tools[" + std::to_string(*strict_tool) + "].function.strict constrains the tool calls, so '" +
+                            r.options.constraint.param + "' cannot constrain the same answer (response_format can)");
+  if (kind != Kind::kNone && !strict_tool && (r.tool_choice == "required" || r.tool_choice == "function"))
+    return bad("tool_choice", "'" + r.options.constraint.param + "' constrains the answer's text, so 'tool_choice' "
+                              "cannot force a tool call in the same request");
   return r;
 }
 

@@ -253,6 +253,22 @@ std::optional<ApiError> parse_body(const HttpRequest& req, ojson& out) {
   return std::nullopt;
 }
 
+// Strict tools constrain the answer (server/tool_call_grammar.h): the calls by their tools'
+// schemas and, with response_format (json_object or json_schema), the text besides them.
+std::optional<ApiError> constrain_tool_calls(ToolCallFormat format, ChatRequest& r) {
+  using Kind = OutputConstraint::Kind;
+  const OutputConstraint& c = r.options.constraint;
+  ojson content;  // null: free text
+  if (c.kind == Kind::kJsonObject) content = {{"type", "object"}};
+  if (c.kind == Kind::kJsonSchema) content = ojson::parse(c.text, nullptr, false);
+  auto text = tool_call_constraint_text(format, r.tool_choice, r.tool_choice_function, r.tools, content);
+  if (!text.ok())
+    return api_error(400, text.status().message(), "invalid_request_error",
+                     text.status().field().empty() ? "tools" : text.status().field());
+  r.options.constraint = {Kind::kToolCalls, std::move(text).value(), "tools"};
+  return std::nullopt;
+}
+
 }  // namespace
 
 bool OpenAiService::check_model(const std::string& model, const std::shared_ptr<HttpResponder>& res) {
@@ -324,11 +340,8 @@ void OpenAiService::chat_completions(const HttpRequest& req, const std::shared_p
   if ((r.tool_choice == "required" || r.tool_choice == "function") && forced.empty())
     return fail(res, api_error(400, "tool_choice '" + r.tool_choice + "' is not supported with this model's chat template",
                                "invalid_request_error", "tool_choice"));
-  if (use_tools && has_strict_tools(r.tools)) {
-    auto text = tool_call_constraint_text(tool_call_format_, r.tool_choice, r.tool_choice_function, r.tools);
-    if (!text.ok()) return fail(res, api_error(400, text.status().message(), "invalid_request_error", "tools"));
-    r.options.constraint = {OutputConstraint::Kind::kToolCalls, std::move(text).value(), "tools"};
-  }
+  if (use_tools && has_strict_tools(r.tools))
+    if (auto e = constrain_tool_calls(tool_call_format_, r)) return fail(res, *e);
   ChatOutputConfig output;
   output.parse_tool_calls = use_tools;
   output.forced_prefix = forced;
@@ -369,11 +382,8 @@ void OpenAiService::deepseek_v4_chat_completions(ChatRequest& r, const std::shar
   output.deepseek_v4 = true;
   output.parse_reasoning = output.reasoning_open = v4.thinking;
   output.parse_tool_calls = !r.tools.is_null() && r.tool_choice != "none";
-  if (output.parse_tool_calls && has_strict_tools(r.tools)) {
-    auto text = tool_call_constraint_text(ToolCallFormat::kDeepseekV4, r.tool_choice, r.tool_choice_function, r.tools);
-    if (!text.ok()) return fail(res, api_error(400, text.status().message(), "invalid_request_error", "tools"));
-    r.options.constraint = {OutputConstraint::Kind::kToolCalls, std::move(text).value(), "tools"};
-  }
+  if (output.parse_tool_calls && has_strict_tools(r.tools))
+    if (auto e = constrain_tool_calls(ToolCallFormat::kDeepseekV4, r)) return fail(res, *e);
   output.forced_prefix = v4.forced_prefix;
   start_chat(r, v4.prompt + v4.forced_prefix, output, res);
 }
@@ -385,7 +395,9 @@ std::optional<ApiError> OpenAiService::constrain(GenerationOptions& o, bool afte
     return api_error(400, "structured output is not available for this model's tokenizer: " + grammars_error_,
                      "invalid_request_error", c.param);
   auto masks = grammars_->get(c);
-  if (!masks.ok()) return api_error(400, masks.status().message(), "invalid_request_error", c.param);
+  if (!masks.ok())
+    return api_error(400, masks.status().message(), "invalid_request_error",
+                     masks.status().field().empty() ? c.param : masks.status().field());
   auto constraint = std::make_shared<GrammarConstraint>();
   constraint->masks = std::move(masks).value();
   if (after_reasoning) {

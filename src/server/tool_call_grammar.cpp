@@ -1,6 +1,7 @@
 #include "server/tool_call_grammar.h"
 
 #include <algorithm>
+#include <optional>
 #include <vector>
 
 #include "chat/deepseek_v3_markup.h"
@@ -66,6 +67,22 @@ Result<json> object_schema(const json* parameters, const std::string& field) {
   return schema;
 }
 
+// The answer's text when the constraint has a content schema: its JSON, imported into `b` (the
+// rule's id), or nullopt without one. Strings write '<' (and `options`' escaped code points) as
+// escapes, so the text can never hold a tool-call marker.
+Result<std::optional<uint32_t>> content_rule(grammar::GrammarBuilder& b, const json& spec,
+                                            grammar::JsonSchemaOptions options) {
+  auto it = spec.find("content");
+  if (it == spec.end()) return std::optional<uint32_t>();
+  options.escape_less_than = true;
+  auto compiled = grammar::compile_json_schema(*it, options);
+  if (!compiled.ok())
+    return Status::Error("'response_format.json_schema.schema': " + compiled.status().message())
+        .with_field("response_format");
+  DI_ASSIGN_OR_RETURN(const uint32_t rule, b.import(compiled.value(), "content:"));
+  return std::optional<uint32_t>(rule);
+}
+
 // A non-strict tool's parameters in DSML, where each is written apart: its declared properties,
 // in order, each optional and of any value.
 json lenient_parameters(const json* parameters) {
@@ -87,7 +104,7 @@ bool has_strict_tools(const json& tools) {
 }
 
 Result<std::string> tool_call_constraint_text(ToolCallFormat format, const std::string& tool_choice,
-                                              const std::string& function, const json& tools) {
+                                              const std::string& function, const json& tools, const json& content) {
   if (format == ToolCallFormat::kUnknown)
     return Status::Error("strict tool arguments are not supported with this model's tool-call format").with_field("tools");
   const bool dsml = format == ToolCallFormat::kDeepseekV4;
@@ -95,6 +112,7 @@ Result<std::string> tool_call_constraint_text(ToolCallFormat format, const std::
   out["format"] = dsml ? "deepseek-v4" : format == ToolCallFormat::kDeepseekV3 ? "deepseek-v3" : "deepseek-v3.1";
   out["tool_choice"] = tool_choice;
   out["function"] = function;
+  if (!content.is_null()) out["content"] = content;
   out["tools"] = json::array();
   if (!tools.is_array()) return Status::Error("'tools' must be a list").with_field("tools");
   for (size_t i = 0; i < tools.size(); ++i) {
@@ -132,6 +150,7 @@ namespace {
 //   P_k      ::= "<｜DSML｜parameter name=\"K\" string=\"true\">" RAW_k "</｜DSML｜parameter>"
 //              | "<｜DSML｜parameter name=\"K\" string=\"false\">" JSON_k "</｜DSML｜parameter>"
 //   MORE     ::= "\n" INVOKE MORE | "\n</｜DSML｜tool_calls>"
+// With a content schema, auto is CONTENT | "\n\n<｜DSML｜tool_calls" BLOCK (CONTENT: its JSON).
 // RAW_k: the raw text of the strings K's schema admits; JSON_k: its values as JSON, offered unless
 // the schema admits only strings that RAW_k writes. The fullwidth bar of every tag is escaped in
 // JSON strings (\uff5c) and left out of raw ones, so a value never holds a tag.
@@ -207,7 +226,13 @@ Result<grammar::CompiledGrammar> compile_dsml_grammar(const json& spec, grammar:
   DI_RETURN_IF_ERROR(b.define(more, Expr::Alt({Expr::Seq({Expr::Char('\n'), Expr::Ref(invoke), Expr::Ref(more)}),
                                                Expr::Literal("\n" + std::string(kToolCallsClose))})));
   uint32_t root = 0;
-  if (choice == "auto") {
+  DI_ASSIGN_OR_RETURN(const std::optional<uint32_t> content, content_rule(b, spec, options));
+  if (choice == "auto" && content) {
+    root = b.declare("root");
+    DI_RETURN_IF_ERROR(b.define(root, Expr::Alt({Expr::Ref(*content),
+                                                 Expr::Seq({Expr::Literal(std::string(kToolCallsStart) + ">\n"),
+                                                            Expr::Ref(invoke), Expr::Ref(more)})})));
+  } else if (choice == "auto") {
     const uint32_t block = b.declare("block");
     DI_RETURN_IF_ERROR(b.define(block, Expr::Seq({Expr::Literal(">\n"), Expr::Ref(invoke), Expr::Ref(more)})));
     // The text holds no fullwidth bar (so no DSML tag, begin or end of sentence) and no think
@@ -281,10 +306,17 @@ Result<grammar::CompiledGrammar> compile_tool_call_grammar(std::string_view text
                                                           Expr::Ref(more)}),
                                                Expr::Literal(calls_end)})));
   uint32_t root = 0;
+  DI_ASSIGN_OR_RETURN(const std::optional<uint32_t> content, content_rule(b, spec, options));
   if (choice == "auto") {
     const uint32_t block = b.declare("calls");
     DI_RETURN_IF_ERROR(b.define(block, Expr::Seq({Expr::Literal(call_begin), Expr::Ref(call), Expr::Ref(more)})));
-    DI_ASSIGN_OR_RETURN(root, grammar::define_text_until(b, "root", calls_begin, /*may_end=*/true, block));
+    if (content) {
+      root = b.declare("root");
+      DI_RETURN_IF_ERROR(b.define(root, Expr::Alt({Expr::Ref(*content), Expr::Seq({Expr::Literal(calls_begin),
+                                                                                    Expr::Ref(block)})})));
+    } else {
+      DI_ASSIGN_OR_RETURN(root, grammar::define_text_until(b, "root", calls_begin, /*may_end=*/true, block));
+    }
   } else if (choice == "required") {
     root = b.declare("root");
     if (v3) {

@@ -9,6 +9,8 @@
 //   CALLS  ::= <｜tool▁call▁begin｜> CALL MORE
 //   CALL_i ::= "function" <｜tool▁sep｜> NAME_i "\n```json\n" ARGS_i "\n```" <｜tool▁call▁end｜>
 //   MORE   ::= "\n" <｜tool▁call▁begin｜> CALL MORE | <｜tool▁calls▁end｜>
+// With a content schema, TEXT (auto) is replaced by JSON of that schema, and the answer is either
+// that JSON or the calls: CONTENT | <｜tool▁calls▁begin｜> CALLS; its strings write '<' as \u003c.
 // ARGS_i: a strict tool's `parameters` schema (an object; absent: no parameters, `{}`), a
 // non-strict tool's any JSON object; as compact JSON whose strings write '<' as \u003c, so the
 // arguments can never contain a marker. A named function's further calls are of it too. After
@@ -44,10 +46,15 @@ bool has_strict_tools(const nlohmann::ordered_json& tools);
 // "required" or "function", with `function` its name). Errors name the field at fault
 // (tools[i].function.name / .parameters): names the parser could not read back or that two tools
 // share, parameters that are not an object schema; a format without tool-call markup (kUnknown).
+// `content`: the JSON Schema the answer's text follows instead of free text (response_format's;
+// {"type": "object"} for json_object), or null. With it, an "auto" answer is that JSON or the
+// calls, not both.
 Result<std::string> tool_call_constraint_text(ToolCallFormat format, const std::string& tool_choice,
-                                              const std::string& function, const nlohmann::ordered_json& tools);
+                                              const std::string& function, const nlohmann::ordered_json& tools,
+                                              const nlohmann::ordered_json& content = nullptr);
 
-// The grammar of a constraint text. Errors name tools[i].function.parameters and the keyword.
+// The grammar of a constraint text. Errors name tools[i].function.parameters (or
+// response_format.json_schema.schema, with that field) and the keyword.
 // `options` bound every schema's compile (escape_less_than is set here).
 Result<grammar::CompiledGrammar> compile_tool_call_grammar(std::string_view text, grammar::JsonSchemaOptions options);
 

@@ -1,6 +1,7 @@
 """Strict tool arguments end to end: tools with `"strict": true` through the official client
 against a real server on the tiny random DeepSeek-V3 model (its chat template's V3 tool-call
-format; a second server with DeepSeek-V3.1's template checks that format). Sampling is at temperature 1, so the grammar, not the model, makes calls valid: the
+format; a second server with DeepSeek-V3.1's template checks that format), also together with
+response_format (the text then validates against its schema). Sampling is at temperature 1, so the grammar, not the model, makes calls valid: the
 parsed `tool_calls` name declared tools and their `arguments` validate against the tool's
 `parameters` with `jsonschema`, streamed and not, with n > 1. The tools are the function-calling
 schemas of JSONSchemaBench's Glaiveai2K collection in tests/grammar/corpus (real tool definitions),
@@ -144,6 +145,55 @@ def test_auto_gives_text_or_valid_calls(client, tools):
     assert n_done >= 4 and n_calls >= 1, (n_done, n_calls)
 
 
+ANSWER = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 12}, "score": {"type": "integer"}},
+          "required": ["answer", "score"], "additionalProperties": False}
+
+
+def test_response_format_with_strict_tools_gives_valid_json_or_valid_calls(client, tools):
+    """The text follows response_format's schema, the calls their tools' schemas: either one."""
+    offered = tools[:3]
+    checks = validators(offered)
+    answer = jsonschema.Draft202012Validator(ANSWER)
+    rf = {"type": "json_schema", "json_schema": {"name": "answer", "schema": ANSWER, "strict": True}}
+    n_json = n_calls = 0
+    # Away from the calls marker (<｜tool▁calls▁begin｜>) and toward it, streamed.
+    for seed, bias, stream in ((0, {**CLOSING_BIAS, "128806": -100}, False), (1, {**CLOSING_BIAS, "128806": 14}, True)):
+        kwargs = dict(model="tiny", messages=MESSAGES, tools=offered, response_format=rf, temperature=1, seed=seed,
+                      n=3, max_tokens=160, logit_bias=bias)
+        if stream:
+            content, calls, finish = {}, {}, {}
+            for chunk in client.chat.completions.create(stream=True, **kwargs):
+                for c in chunk.choices:
+                    content[c.index] = content.get(c.index, "") + (c.delta.content or "")
+                    for d in c.delta.tool_calls or []:
+                        calls.setdefault(c.index, []).append(d)
+                    if c.finish_reason:
+                        finish[c.index] = c.finish_reason
+            choices = [(finish[i], content.get(i, ""), calls.get(i)) for i in finish]
+        else:
+            out = client.chat.completions.create(**kwargs)
+            choices = [(c.finish_reason, c.message.content or "", c.message.tool_calls) for c in out.choices]
+        for finish_reason, text, tool_calls in choices:
+            if finish_reason == "length":
+                continue
+            if tool_calls:
+                assert finish_reason == "tool_calls" and not text
+                check_calls(tool_calls, checks)
+                n_calls += 1
+            else:
+                assert finish_reason == "stop"
+                answer.validate(json.loads(text))
+                n_json += 1
+    assert n_json >= 2 and n_calls >= 2, (n_json, n_calls)
+    # With a call forced there is no text to constrain: the calls still follow their schemas.
+    out = client.chat.completions.create(model="tiny", messages=MESSAGES, tools=offered, response_format=rf,
+                                         tool_choice="required", temperature=1, seed=7, n=2, max_tokens=160,
+                                         logit_bias=CLOSING_BIAS)
+    for c in out.choices:
+        if c.finish_reason != "length":
+            check_calls(c.message.tool_calls, checks)
+
+
 def test_strict_tool_errors_name_the_field(client):
     def bad(**kwargs):
         with pytest.raises(openai.BadRequestError) as e:
@@ -162,6 +212,11 @@ def test_strict_tool_errors_name_the_field(client):
     assert body["param"] == "tools" and "'tools[1].function.name': 'f' names two tools" in body["message"], body
     body = bad(tools=[{"type": "function", "function": {"name": "f", "strict": "yes"}}])
     assert body["param"] == "tools" and "strict" in body["message"], body
+    body = bad(tools=[{"type": "function", "function": {"name": "f", "strict": True}}],
+               response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"not": {}}}})
+    assert body["param"] == "response_format" and "'not'" in body["message"], body
+    body = bad(tools=[{"type": "function", "function": {"name": "f", "strict": True}}], extra_body={"regex": "a"})
+    assert body["param"] == "tools" and "(response_format can)" in body["message"], body
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,8 @@
 DeepSeek-V4 checkpoint (tools/make_v4_checkpoint.py, the real V4 tokenizer) and the official
 `openai` client. Sampling is at temperature 1, so the grammar, not the model, makes the calls
 valid: the parsed `tool_calls` name declared tools and their `arguments` validate against the
-tool's `parameters` with `jsonschema`, streamed and not, with n > 1, in chat and thinking mode.
+tool's `parameters` with `jsonschema`, streamed and not, with n > 1, in chat and thinking mode;
+with response_format too, the text then validating against its schema.
 The tools are the function-calling schemas of JSONSchemaBench's Glaiveai2K collection
 (tests/grammar/corpus), those DSML can list parameter by parameter (the others are refused naming
 their field). A logit bias toward the tokens that close strings and DSML parameters keeps a random
@@ -13,6 +14,7 @@ import shutil
 import subprocess
 import sys
 
+import jsonschema
 import openai
 import pytest
 
@@ -86,16 +88,17 @@ def test_required_and_named_calls_validate_streamed_and_not(v4_client, tools):
                       n=2, max_tokens=200, logit_bias=CLOSING_BIAS,
                       extra_body={"chat_template_kwargs": {"thinking": thinking}})
         whole = v4_client.chat.completions.create(**kwargs)
-        streamed = streamed_calls(v4_client, **kwargs)
+        streamed = streamed_calls(v4_client, **kwargs) if thinking else None  # streamed once (time)
         for c in whole.choices:
-            assert streamed[c.index][1] == c.finish_reason
+            assert streamed is None or streamed[c.index][1] == c.finish_reason
             if c.finish_reason == "length":
                 n_length += 1
                 continue
             assert c.finish_reason == "tool_calls", c
             assert not c.message.content and not (c.message.model_extra or {}).get("reasoning_content")
             check_calls(c.message.tool_calls, checks, only)
-            assert streamed[c.index][0] == [(t.function.name, t.function.arguments) for t in c.message.tool_calls]
+            assert streamed is None or streamed[c.index][0] == [(t.function.name, t.function.arguments)
+                                                                for t in c.message.tool_calls]
             n_raw += any(isinstance(v, str) for t in c.message.tool_calls
                          for v in json.loads(t.function.arguments).values())
             n_done += 1
@@ -122,6 +125,50 @@ def test_auto_gives_text_or_valid_calls(v4_client, tools):
             assert "｜" not in (c.message.content or "") and "think>" not in (c.message.content or "")
             assert c.finish_reason == ("tool_calls" if c.message.tool_calls else "stop"), c
     assert n_done >= 4 and n_calls >= 1, (n_done, n_calls)
+
+
+ANSWER = {"type": "object", "properties": {"answer": {"type": "string", "maxLength": 12}, "score": {"type": "integer"}},
+          "required": ["answer", "score"], "additionalProperties": False}
+
+
+def test_response_format_with_strict_tools_gives_valid_json_or_valid_calls(v4_client, tools):
+    """The text follows response_format's schema, the calls their tools' schemas: either one."""
+    offered = tools[:3]
+    checks = validators(offered)
+    answer = jsonschema.Draft202012Validator(ANSWER)
+    rf = {"type": "json_schema", "json_schema": {"name": "answer", "schema": ANSWER, "strict": True}}
+    n_json = n_calls = 0
+    # Away from the calls block ("\n\n", "\n"; toward "{") and toward it, streamed.
+    for seed, bias, stream in ((0, {**CLOSING_BIAS, "271": -100, "201": -100, "93": 10}, False),
+                               (1, {**CLOSING_BIAS, "271": 16, "30": 12}, True)):
+        kwargs = dict(model="tiny", messages=MESSAGES, tools=offered, response_format=rf, temperature=1, seed=seed,
+                      n=3, max_tokens=160, logit_bias=bias)
+        if stream:
+            content, calls, finish = {}, {}, {}
+            for chunk in v4_client.chat.completions.create(stream=True, **kwargs):
+                for c in chunk.choices:
+                    content[c.index] = content.get(c.index, "") + (c.delta.content or "")
+                    for d in c.delta.tool_calls or []:
+                        calls.setdefault(c.index, []).append(d)
+                    if c.finish_reason:
+                        finish[c.index] = c.finish_reason
+            choices = [(finish[i], content.get(i, ""), calls.get(i)) for i in finish]
+        else:
+            out = v4_client.chat.completions.create(**kwargs)
+            choices = [(c.finish_reason, c.message.content or "", c.message.tool_calls) for c in out.choices]
+        for finish_reason, text, tool_calls in choices:
+            if tool_calls:  # calls complete before a cut are valid too
+                check_calls(tool_calls, checks)
+                n_calls += 1
+            if finish_reason == "length":
+                continue
+            if tool_calls:
+                assert finish_reason == "tool_calls" and not text
+            else:
+                assert finish_reason == "stop"
+                answer.validate(json.loads(text))
+                n_json += 1
+    assert n_json >= 2 and n_calls >= 1, (n_json, n_calls)
 
 
 def test_strict_tool_errors_name_the_field(v4_client):

@@ -206,12 +206,18 @@ TEST(Requests, OutputConstraints) {
   EXPECT_EQ(strict.param, "tools");
   EXPECT_NE(strict.message.find("tools[0].function.strict"), std::string::npos) << strict.message;
   ok(chat({{"tools", {strict_tool}}, {"tool_choice", "none"}, {"regex", "a"}}));  // tools unused: no conflict
+  // response_format constrains the text besides strict tools' calls, also where a call is forced.
+  ok(chat({{"tools", {strict_tool}}, {"response_format", {{"type", "json_object"}}}}));
+  ok(chat({{"tools", {strict_tool}}, {"tool_choice", "required"}, {"response_format", {{"type", "json_object"}}}}));
   const json bad_strict = {{"type", "function"}, {"function", {{"name", "f"}, {"strict", "yes"}}}};
   EXPECT_NE(err(chat({{"tools", {bad_strict}}})).message.find("'tools[0].function.strict' must be true or false"),
             std::string::npos);
   const json loose_tool = {{"type", "function"}, {"function", {{"name", "f"}, {"strict", false}}}};
   ok(chat({{"tools", {loose_tool}}}));
   EXPECT_EQ(err(chat({{"tools", {loose_tool}}, {"tool_choice", "required"}, {"regex", "a"}})).param, "tool_choice");
+  EXPECT_EQ(err(chat({{"tools", {loose_tool}}, {"tool_choice", "required"}, {"response_format", {{"type", "json_object"}}}}))
+                .param,
+            "tool_choice");
 }
 
 // Every top-level field with every JSON type: an answer (accepted or a 400), never an exception.

@@ -150,6 +150,43 @@ TEST_F(ToolCallGrammarTest, AutoLetsTextOrCallsCome) {
                        std::string(chat::dsv3::kCallEnd) + std::string(chat::dsv3::kCallsEnd)));
 }
 
+TEST_F(ToolCallGrammarTest, WithAContentSchemaTheAnswerIsThatJsonOrCalls) {
+  const json content = json::parse(R"({"type": "object", "properties": {"answer": {"type": "string", "maxLength": 6}},
+                                       "required": ["answer"], "additionalProperties": false})");
+  for (ToolCallFormat format : {ToolCallFormat::kDeepseekV3, ToolCallFormat::kDeepseekV31}) {
+    auto text = tool_call_constraint_text(format, "auto", "", kTools, content);
+    ASSERT_TRUE(text.ok()) << text.status().message();
+    auto g = compile_tool_call_grammar(text.value(), {});
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    int n_json = 0, n_calls = 0;
+    for (uint64_t seed = 0; seed < 10; ++seed) {
+      const std::string out = walk(g.value(), seed, seed == 0 ? 3 : 0);
+      const chat::ToolCallDelta parsed = chat::parse_tool_calls(out);
+      SCOPED_TRACE(out);
+      if (parsed.tool_calls.empty()) {
+        const json answer = json::parse(parsed.content, nullptr, false);
+        ASSERT_TRUE(answer.is_object() && answer.size() == 1 && answer["answer"].is_string());
+        EXPECT_EQ(answer["answer"].get<std::string>().find('<'), std::string::npos);
+        ++n_json;
+      } else {
+        EXPECT_EQ(parsed.content, "");
+        for (const chat::ToolCall& call : parsed.tool_calls) check_arguments(call.name, call.arguments);
+        ++n_calls;
+      }
+    }
+    EXPECT_GT(n_json, 0);
+    EXPECT_GT(n_calls, 0);
+  }
+  auto text = tool_call_constraint_text(ToolCallFormat::kDeepseekV3, "auto", "", kTools, json::parse(R"({"not": {}})"));
+  ASSERT_TRUE(text.ok());
+  auto g = compile_tool_call_grammar(text.value(), {});
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().field(), "response_format");
+  EXPECT_NE(g.status().message().find("'response_format.json_schema.schema': unsupported JSON Schema keyword 'not'"),
+            std::string::npos)
+      << g.status().message();
+}
+
 TEST_F(ToolCallGrammarTest, MarkersAreTheirAddedTokens) {
   // The markers are added (not special) tokens whose bytes are their text, so the byte-level
   // grammar allows the one token where the marker may come.

@@ -219,6 +219,33 @@ TEST_F(ToolCallGrammarV4Test, AutoLetsTextOrCallsCome) {
   EXPECT_FALSE(accepts(string_days));
 }
 
+TEST_F(ToolCallGrammarV4Test, WithAContentSchemaTheAnswerIsThatJsonOrCalls) {
+  const json content = json::parse(R"({"type": "object", "properties": {"answer": {"type": "string", "maxLength": 6}},
+                                       "required": ["answer"], "additionalProperties": false})");
+  auto text = tool_call_constraint_text(ToolCallFormat::kDeepseekV4, "auto", "", kTools, content);
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  auto g = compile_tool_call_grammar(text.value(), {});
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  int n_json = 0, n_calls = 0;
+  for (uint64_t seed = 0; seed < 8; ++seed) {
+    // Odd seeds open the calls block; the others mostly write the JSON.
+    const std::string out = walk(g.value(), seed, seed < 2 ? 6 : 0, seed % 2 ? "\n\n<｜DSML｜tool_calls" : "");
+    const chat::DeepseekV4Message m = parse(out);
+    SCOPED_TRACE(out);
+    if (m.tool_calls.empty()) {
+      const json answer = json::parse(m.content, nullptr, false);
+      ASSERT_TRUE(answer.is_object() && answer.size() == 1 && answer["answer"].is_string());
+      ++n_json;
+    } else {
+      EXPECT_EQ(m.content, "");
+      for (const chat::ToolCall& call : m.tool_calls) check_arguments(call.name, call.arguments);
+      ++n_calls;
+    }
+  }
+  EXPECT_GT(n_json, 0);
+  EXPECT_GE(n_calls, 4);
+}
+
 TEST_F(ToolCallGrammarV4Test, BadNamesNameTheirField) {
   const auto error = [](const json& tools) -> std::string {
     auto text = tool_call_constraint_text(ToolCallFormat::kDeepseekV4, "auto", "", tools);
