@@ -125,26 +125,25 @@ constexpr int64_t kMaxPassTiles = 16;
 // block's rows front to back, as a memory stream; a spare line after each 1 KiB chunk spreads a
 // row's stores over the L1 sets.
 constexpr int64_t kPanelStride = kBlockElems + 32;
-inline const uint16_t* copy_panels(const LinearWeight& w, int64_t o_begin, int64_t o_end, uint16_t* panels) {
+// Chunks [c0, c1) of the panels (all of them by default).
+inline void copy_panels(const LinearWeight& w, int64_t o_begin, int64_t o_end, uint16_t* panels, int64_t c0 = 0,
+                        int64_t c1 = -1) {
   const int64_t n_in = w.n_in, kc = (n_in + kChunk - 1) / kChunk;
   const int64_t n_rows = (o_end - o_begin + kTile - 1) / kTile * kTile;
   const uint16_t* base = static_cast<const uint16_t*>(w.data);
-  constexpr int64_t kAhead = 1024 / 2;  // elements of the row stream fetched ahead
+  if (c1 < 0) c1 = kc;
   for (int64_t r = 0; r < n_rows; ++r) {
     uint16_t* dst = panels + (r / kTile * kc) * kPanelStride + r % kTile * kChunk;
     const uint16_t* row = base + (o_begin + r) * n_in;
-    for (int64_t c = 0; c < kc; ++c) {
+    for (int64_t c = c0; c < c1; ++c) {
       const int64_t k = c * kChunk;
       __m512i v = _mm512_setzero_si512();
-      if (o_begin + r < o_end) {
-        _mm_prefetch(reinterpret_cast<const char*>(row + k + kAhead), _MM_HINT_T0);
+      if (o_begin + r < o_end)
         v = k + kChunk <= n_in ? _mm512_loadu_si512(row + k)
                                : _mm512_maskz_loadu_epi16(__mmask32((1u << (n_in - k)) - 1u), row + k);
-      }
       _mm512_store_si512(dst + c * kPanelStride, v);
     }
   }
-  return panels;
 }
 
 // Accumulator tiles: tmm0 = (a 0, b 0), tmm1 = (0, 1), tmm2 = (1, 0), tmm3 = (1, 1), held in
@@ -202,26 +201,27 @@ inline void k_block(const WeightTilesAt& wa, const uint16_t* const (&tb)[2], int
   acc_store<NA, NB>(acc);
 }
 
-// Memory to bring into L2 while a group computes: the weight rows the next group copies (up to
-// two contiguous regions), fetched a K block's share at a time, so the copy finds them there.
-struct Ahead {
-  const char* at[2] = {nullptr, nullptr};
-  int64_t bytes[2] = {0, 0};
+// The next group's panel copies (up to two weights), run a K block's share at a time while this
+// group computes, so their memory reads overlap the tile arithmetic.
+struct NextCopy {
+  const LinearWeight* w[2] = {nullptr, nullptr};
+  int64_t o_begin = 0, o_end = 0;  // rows of each weight
+  uint16_t* panels[2] = {nullptr, nullptr};
 
-  void fetch(int64_t c0, int64_t c1, int64_t kc) const {
+  void run(int64_t c0, int64_t c1) const {
     for (int i = 0; i < 2; ++i)
-      for (int64_t b = bytes[i] * c0 / kc / 64 * 64; b < bytes[i] * c1 / kc; b += 64) _mm_prefetch(at[i] + b, _MM_HINT_T1);
+      if (w[i]) copy_panels(*w[i], o_begin, o_end, panels[i], c0, c1);
   }
 };
 
 // Token tiles [tt0, tt1) against weight tiles a < NA, all kc chunks: acc[t - tt0][a].
 template <int NA>
 inline void group_pass(const WeightTilesAt& wa, int64_t kc, const uint16_t* packed, int64_t tt0, int64_t tt1,
-                       const Ahead& ahead, float (*acc)[2][kTile * kTile]) {
+                       const NextCopy& next, float (*acc)[2][kTile * kTile]) {
   const int64_t tile_elems = kc * kBlockElems;
   for (int64_t c0 = 0; c0 < kc; c0 += kKBlock) {
     const int64_t c1 = std::min(kc, c0 + kKBlock);
-    ahead.fetch(c0, c1, kc);
+    next.run(c0, c1);
     for (int64_t tt = tt0; tt < tt1; tt += 2) {
       const bool two = tt + 1 < tt1;
       const uint16_t* tb[2] = {packed + tt * tile_elems, packed + (two ? tt + 1 : tt) * tile_elems};
@@ -302,12 +302,15 @@ inline void linear_block_packed(const uint16_t* packed, int64_t m, const LinearW
       const int na = i + 1 < n_tiles ? 2 : 1;
       const int64_t o0 = o_begin + i * kTile;
       WeightTilesAt wa = WeightTilesAt::panels(panels + i * panel_elems, panels + (i + na - 1) * panel_elems);
-      Ahead ahead;
-      if (!stream && tt0 == 0) {  // the first pass copies each group's panels as it reaches them
-        copy_panels(w, o0, std::min(o_end, o0 + na * kTile), panels + i * panel_elems);
-        const int64_t next = o0 + 2 * kTile;
-        ahead.at[0] = reinterpret_cast<const char*>(base + next * w.n_in);
-        ahead.bytes[0] = std::max<int64_t>(0, std::min(o_end, next + 2 * kTile) - next) * w.n_in * 2;
+      NextCopy next;
+      if (!stream && tt0 == 0) {  // the first pass copies the panels: the first group's now, each next one alongside
+        if (i == 0) copy_panels(w, o0, std::min(o_end, o0 + na * kTile), panels);
+        if (i + 2 < n_tiles) {
+          next.w[0] = &w;
+          next.o_begin = o0 + 2 * kTile;
+          next.o_end = std::min(o_end, next.o_begin + 2 * kTile);
+          next.panels[0] = panels + (i + 2) * panel_elems;
+        }
       }
       if (stream && o0 + na * kTile <= w.n_out) {
         wa = WeightTilesAt::rows(base + o0 * w.n_in, base + (o0 + (na - 1) * kTile) * w.n_in, w.n_in);
@@ -315,8 +318,8 @@ inline void linear_block_packed(const uint16_t* packed, int64_t m, const LinearW
         copy_panels(w, o0, std::min(o_end, o0 + na * kTile), panels);
         wa = WeightTilesAt::panels(panels, panels + (na - 1) * panel_elems);
       }
-      if (na == 2) group_pass<2>(wa, kc, packed, tt0, tt1, ahead, acc);
-      else group_pass<1>(wa, kc, packed, tt0, tt1, ahead, acc);
+      if (na == 2) group_pass<2>(wa, kc, packed, tt0, tt1, next, acc);
+      else group_pass<1>(wa, kc, packed, tt0, tt1, next, acc);
       for (int64_t tt = tt0; tt < tt1; ++tt)
         for (int a = 0; a < na; ++a) {
           const int64_t t = tt * kTile, o = o0 + a * kTile;
@@ -346,14 +349,20 @@ inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearW
     for (int64_t i = 0; i < n_tiles; ++i) {
       const int64_t o = o_begin + i * kTile;
       WeightTilesAt wa = WeightTilesAt::panels(gate_panels + i * panel_elems, up_panels + i * panel_elems);
-      Ahead ahead;
-      if (!stream && tt0 == 0) {  // the first pass copies each tile's panels as it reaches them
-        copy_panels(gate, o, std::min(o_end, o + kTile), gate_panels + i * panel_elems);
-        copy_panels(up, o, std::min(o_end, o + kTile), up_panels + i * panel_elems);
-        const int64_t next = o + kTile, bytes = std::max<int64_t>(0, std::min(o_end, next + kTile) - next) * gate.n_in * 2;
-        ahead.at[0] = reinterpret_cast<const char*>(g_base + next * gate.n_in);
-        ahead.at[1] = reinterpret_cast<const char*>(u_base + next * gate.n_in);
-        ahead.bytes[0] = ahead.bytes[1] = bytes;
+      NextCopy next;
+      if (!stream && tt0 == 0) {  // the first pass copies the panels: the first tile's now, each next one alongside
+        if (i == 0) {
+          copy_panels(gate, o, std::min(o_end, o + kTile), gate_panels);
+          copy_panels(up, o, std::min(o_end, o + kTile), up_panels);
+        }
+        if (i + 1 < n_tiles) {
+          next.w[0] = &gate;
+          next.w[1] = &up;
+          next.o_begin = o + kTile;
+          next.o_end = std::min(o_end, next.o_begin + kTile);
+          next.panels[0] = gate_panels + (i + 1) * panel_elems;
+          next.panels[1] = up_panels + (i + 1) * panel_elems;
+        }
       }
       if (stream && o + kTile <= gate.n_out) {
         wa = WeightTilesAt::rows(g_base + o * gate.n_in, u_base + o * gate.n_in, gate.n_in);
@@ -362,7 +371,7 @@ inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearW
         copy_panels(up, o, std::min(o_end, o + kTile), up_panels);
         wa = WeightTilesAt::panels(gate_panels, up_panels);
       }
-      group_pass<2>(wa, kc, packed, tt0, tt1, ahead, acc);
+      group_pass<2>(wa, kc, packed, tt0, tt1, next, acc);
       for (int64_t tt = tt0; tt < tt1; ++tt) {
         const int64_t t = tt * kTile;
         silu_mul(acc[tt - tt0][0], acc[tt - tt0][1]);
