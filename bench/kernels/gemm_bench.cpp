@@ -3,7 +3,8 @@
 // fused SwiGLU and a full MoE layer. Weights are random and larger than the caches where the
 // shape allows. DEEPINFER_CPU_ISA selects the instruction set (isa.h). The first argument, `w`,
 // picks the weights: 0 bf16, 1 fp8, 2 bf16 with bf16 activations (LinearWeight::act_dtype),
-// 3 fp8 with bf16 activations, 4 fp8 with 32 x 32 scale blocks (V4.1) and bf16 activations.
+// 3 fp8 with bf16 activations, 4 fp8 with 32 x 32 scale blocks (V4.1) and bf16 activations,
+// 5 FP4 (e2m1, UE8M0 scale per 32; DeepSeek-V4's experts), 6 FP4 with bf16 activations.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -22,19 +23,25 @@ struct BenchWeight {
   LinearWeight w;
   std::vector<uint8_t> bytes;
   std::vector<float> scales;
+  std::vector<uint8_t> scale_bytes;  // FP4
   BenchWeight(int64_t kind, int64_t n_out, int64_t n_in) {
-    const DType t = kind == 1 || kind >= 3 ? DType::F8_E4M3 : DType::BF16;
+    const DType t = kind >= 5 ? DType::F4_E2M1 : kind == 1 || kind >= 3 ? DType::F8_E4M3 : DType::BF16;
     w.dtype = t;
-    if (kind >= 2) w.act_dtype = DType::BF16;
+    if (kind >= 2 && kind != 5) w.act_dtype = DType::BF16;
     if (kind == 4) w.block_rows = w.block_cols = 32;
     w.n_out = n_out;
     w.n_in = n_in;
-    bytes.resize(size_t(n_out * n_in) * dtype_size(t));
+    bytes.resize(size_t(n_out * n_in) * dtype_size(t) / (t == DType::F4_E2M1 ? 2 : 1));
     std::mt19937 rng(1);
     std::normal_distribution<float> dist(0.0f, 0.02f);
     if (t == DType::BF16)  // normal values (denormals would cost f32 FMAs microcode assists on Intel)
       for (size_t i = 0; i < bytes.size() / 2; ++i) reinterpret_cast<uint16_t*>(bytes.data())[i] = f32_to_bf16(dist(rng));
-    else
+    else if (t == DType::F4_E2M1) {  // any nibbles, scales around 2^-8 (normal products)
+      for (uint8_t& b : bytes) b = uint8_t(rng());
+      scale_bytes.resize(size_t(n_out * n_in / 32));
+      for (uint8_t& e : scale_bytes) e = uint8_t(116 + rng() % 8);
+      w.scale_e8m0 = scale_bytes.data();
+    } else
       for (uint8_t& b : bytes) {  // any e4m3 code but NaN
         const uint8_t c = uint8_t(rng());
         b = (c & 0x7f) == 0x7f ? 0 : c;
@@ -60,7 +67,7 @@ std::vector<float> activations(int64_t n) {
 void BM_Linear(benchmark::State& state) {
   const int64_t t = state.range(0);
   const int64_t m = state.range(1), n_out = state.range(2), n_in = state.range(3);
-  const int64_t w_bytes = n_out * n_in * (t == 1 || t >= 3 ? 1 : 2);
+  const int64_t w_bytes = t >= 5 ? n_out * n_in / 2 + n_out * n_in / 32 : n_out * n_in * (t == 1 || t >= 3 ? 1 : 2);
   const int n_w = int(std::max<int64_t>(1, (int64_t(1) << 30) / w_bytes));
   std::vector<BenchWeight> ws;
   for (int i = 0; i < n_w; ++i) ws.emplace_back(t, n_out, n_in);
@@ -77,9 +84,9 @@ void BM_Linear(benchmark::State& state) {
 }
 BENCHMARK(BM_Linear)
     ->ArgNames({"w", "m", "n_out", "n_in"})
-    ->ArgsProduct({{0, 1, 2, 3, 4}, {1}, {10944}, {2048}})
-    ->ArgsProduct({{0, 1, 2, 3, 4}, {1}, {2048}, {10944}})
-    ->ArgsProduct({{0, 1, 2, 3, 4}, {8, 32, 64, 128, 256}, {2816}, {2048}})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6}, {1}, {10944}, {2048}})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6}, {1}, {2048}, {10944}})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6}, {8, 32, 64, 128, 256}, {2816}, {2048}})
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 
@@ -124,7 +131,7 @@ void BM_Moe(benchmark::State& state) {
 }
 BENCHMARK(BM_Moe)
     ->ArgNames({"w", "m"})
-    ->ArgsProduct({{0, 1, 2, 3, 4}, {1, 8, 32, 64, 128, 256}})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6}, {1, 8, 32, 64, 128, 256}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -3,12 +3,16 @@
 // ISA's Fp4Widen specialization (fp4_widen_<isa>.h; the primary template below is the scalar one).
 //
 // Every FP4 value times its power-of-two scale is exact in f32 and in bf16, so the weights are
-// widened exactly: for each tile of 4 weight rows and pass of activation rows, the 4 rows become f32
-// (f32 activations, or bf16 ones on an ISA without bf16 dot products) or bf16 (bf16 activations
-// with V::kBf16Dot) in a per-thread scratch, and the bf16 kernels' own dot tiles (gemm_kernels.h
-// dot_rows over F32 or BF16 rows) run on it. Each output is therefore computed by exactly the
-// operations the same weights expanded to bf16 get from linear_block / swiglu_block: the results
-// are bitwise those of the expanded weights on the same ISA, and independent of m and the tiling.
+// widened exactly, and each output gets exactly the operations the same weights expanded to bf16
+// get from linear_block / swiglu_block (gemm_kernels.h): the results are bitwise those of the
+// expanded weights on the same ISA, and independent of m and the tiling. Two ways, same operations:
+//  - up to kFp4RegisterRows activation rows (decode), where the ISA has Fp4Widen<V>::widen: each
+//    32-element block of the tile's 4 weight rows is widened in registers (a 16-entry table of the
+//    block's scaled values, looked up per nibble) and multiplied at once;
+//  - more rows: for each tile of 4 weight rows and pass of activation rows, the 4 rows become bf16
+//    (where the ISA has Fp4Widen<V>::to_bf16) or f32 in a per-thread scratch, and the bf16
+//    kernels' dot tiles (dot_rows over BF16 or F32 rows, which widen bf16 to f32 exactly for f32
+//    activations) run on it, the widening paid once per pass of up to 24 rows.
 // (The only difference a bf16 expansion could show, a bf16 denormal weight where the widening
 // gives a zero, is none: VDPBF16PS reads denormals as zero, and the f32 widening keeps them.)
 #pragma once
@@ -16,6 +20,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -42,6 +47,26 @@ inline constexpr std::array<float, 256> kUe8m0ToF32 = make_ue8m0_table();
 
 constexpr int kFp4Block = 32;  // inputs per scale byte
 
+// For every scale byte e, the 16 values E2M1[n] * 2^(e - 127) (f32, exact; infinite past the f32
+// range, NaN for e = 0xff), and their bf16 bits twice each (words 2n and 2n + 1), so that one
+// VPERMPS / VPERMW looks a block's nibbles up from memory with no arithmetic per block.
+struct alignas(64) Fp4BlockValues {
+  float f32[16];
+  uint16_t bf16_pairs[32];
+};
+inline const std::array<Fp4BlockValues, 256> kFp4BlockValues = [] {
+  std::array<Fp4BlockValues, 256> t{};
+  for (int e = 0; e < 256; ++e)
+    for (int n = 0; n < 16; ++n) {
+      const float v = kE2M1ToF32[n] * kUe8m0ToF32[size_t(e)];
+      uint32_t bits;
+      std::memcpy(&bits, &v, 4);
+      t[size_t(e)].f32[n] = v;
+      t[size_t(e)].bf16_pairs[2 * n] = t[size_t(e)].bf16_pairs[2 * n + 1] = uint16_t(bits >> 16);  // exact: v is bf16
+    }
+  return t;
+}();
+
 // Widening of packed FP4 rows, specialized per ISA. n: elements, a multiple of 32; packed: [n / 2];
 // scales: [n / 32].
 template <class V>
@@ -54,6 +79,52 @@ struct Fp4Widen {
     }
   }
 };
+
+// Activation rows up to which the weights are widened in registers (where the ISA can).
+constexpr int64_t kFp4RegisterRows = 4;
+// How far ahead of the arithmetic each packed weight stream is prefetched.
+constexpr int64_t kFp4PrefetchBytes = 512;
+
+// out[i * 4 + j] = dot(x[i], W_j) for i < MR, j < 4, the 4 weight rows widened block by block in
+// registers; per output the sequence of dot_tile (f32 FMA per V::kW elements) or, bf16 activations
+// on V::kBf16Dot, of bf16_dot_tile (VDPBF16PS per 32 elements), then V::hsum.
+template <class V, int MR, class XE>
+void fp4_register_tile(const XE* const* x, const uint8_t* const (&packed)[4], const uint8_t* const (&scales)[4],
+                       int64_t n, float* out) {
+  using W = Fp4Widen<V>;
+  constexpr bool kBf16 = std::is_same_v<XE, uint16_t> && requires { V::kBf16Dot; };
+  using Acc = typename V::F;
+  Acc acc[MR][4];
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) acc[i][j] = V::zero();
+  for (int64_t b = 0; b < n / kFp4Block; ++b) {
+    if (b % 4 == 0)
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) __builtin_prefetch(packed[j] + b * 16 + kFp4PrefetchBytes);
+    if constexpr (kBf16) {
+      W::template dot_block_bf16<MR>(x, packed, scales, b, acc);
+    } else {
+      constexpr int NV = kFp4Block / V::kW;
+      typename V::F w[4][NV];
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) W::widen(packed[j] + b * 16, scales[j][b], w[j]);
+#pragma GCC unroll 4
+      for (int h = 0; h < NV; ++h)
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; ++i) {
+          const typename V::F xv = V::pin(load_act<V>(x[i] + b * kFp4Block + h * V::kW));
+#pragma GCC unroll 4
+          for (int j = 0; j < 4; ++j) acc[i][j] = V::fma(xv, w[j][h], acc[i][j]);
+        }
+    }
+  }
+#pragma GCC unroll 16
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) out[i * 4 + j] = V::hsum(acc[i][j]);
+}
 
 // Per-thread scratch of one tile's 4 widened weight rows.
 template <class E>
@@ -76,7 +147,19 @@ void fp4_dot_rows(const XE* const* x, int64_t m, const LinearWeight* const (&w)[
   const int64_t n = w[0]->n_in;
   const auto packed = [&](int j) { return static_cast<const uint8_t*>(w[j]->data) + o[j] * (n / 2); };
   const auto scales = [&](int j) { return w[j]->scale_e8m0 + o[j] * (n / kFp4Block); };
-  if constexpr (std::is_same_v<XE, uint16_t> && requires { V::kBf16Dot; }) {
+  if constexpr (requires { &Fp4Widen<V>::widen; }) {
+    if (m <= kFp4RegisterRows) {
+      const uint8_t* const p[4] = {packed(0), packed(1), packed(2), packed(3)};
+      const uint8_t* const s[4] = {scales(0), scales(1), scales(2), scales(3)};
+      switch (m) {
+        case 1: return fp4_register_tile<V, 1, XE>(x, p, s, n, out);
+        case 2: return fp4_register_tile<V, 2, XE>(x, p, s, n, out);
+        case 3: return fp4_register_tile<V, 3, XE>(x, p, s, n, out);
+        default: return fp4_register_tile<V, 4, XE>(x, p, s, n, out);
+      }
+    }
+  }
+  if constexpr (requires { &Fp4Widen<V>::to_bf16; }) {  // half the bytes of f32 rows to stream per tile
     uint16_t* s = fp4_scratch<uint16_t>(n);
     WeightRow<uint16_t> rows[4];
     for (int j = 0; j < 4; ++j) {

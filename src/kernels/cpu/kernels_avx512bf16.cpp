@@ -1,7 +1,7 @@
 // The kernel table for AVX-512 with BF16 (compiled with its own target flags; see
 // src/kernels/CMakeLists.txt). Only entered when the CPU supports it (isa.h). The f32-activation
-// GEMM kernels are the AVX-512 ones; bf16 activations and bf16 attention scores use VDPBF16PS
-// (simd_avx512_bf16.h).
+// GEMM kernels are the AVX-512 ones (FP4 weights widened with VBMI here); bf16 activations and bf16
+// attention scores use VDPBF16PS (simd_avx512_bf16.h).
 #include "kernels/cpu/simd_avx512_bf16.h"
 #include "kernels/cpu/gemm_kernels.h"
 #include "kernels/cpu/fp4_widen_avx512_bf16.h"
@@ -10,9 +10,25 @@
 #include "kernels/cpu/mla_expanded_pair_values.h"
 
 namespace deepinfer::cpu {
+namespace {
+
+// f32 activations: FP4 weights widened with VBMI (the same operations per output as the avx512
+// level), every other dtype by the avx512 level's kernels.
+void linear_block_f32(const float* const* x, int64_t m, const LinearWeight& w, int64_t o_begin, int64_t o_end,
+                      float* y, int64_t ldy) {
+  if (w.dtype == DType::F4_E2M1) return fp4_linear_block<Avx512Bf16, float>(x, m, w, o_begin, o_end, y, ldy);
+  kAvx512Kernels.linear_block(x, m, w, o_begin, o_end, y, ldy);
+}
+void swiglu_block_f32(const float* const* x, int64_t m, const LinearWeight& gate, const LinearWeight& up,
+                      int64_t o_begin, int64_t o_end, float* y, int64_t ldy) {
+  if (gate.dtype == DType::F4_E2M1) return fp4_swiglu_block<Avx512Bf16, float>(x, m, gate, up, o_begin, o_end, y, ldy);
+  kAvx512Kernels.swiglu_block(x, m, gate, up, o_begin, o_end, y, ldy);
+}
+
+}  // namespace
 
 const KernelTable kAvx512Bf16Kernels = {
-    kAvx512Kernels.linear_block,    kAvx512Kernels.swiglu_block,    kAvx512Kernels.outer_block,
+    &linear_block_f32,              &swiglu_block_f32,              kAvx512Kernels.outer_block,
     &linear_block_bf16x_any<Avx512Bf16>, &swiglu_block_bf16x_any<Avx512Bf16>, &round_to_bf16<Avx512Bf16>,
     &mla_attend_row<Avx512Bf16>,
     &mla_expanded_attend_chunk<Avx512Bf16>};
