@@ -78,7 +78,8 @@ void mla_expanded_attention(const MlaExpandedAttentionParams& p) {
   LinearWeight w = *p.w_kv_b;
   w.act_dtype = p.dot_dtype == DType::BF16 && admits_bf16_activations(w) ? DType::BF16 : DType::F32;
 
-  thread_local ExpandedState st;
+  thread_local ExpandedState state;  // the caller's, shared with the OpenMP threads by reference
+  ExpandedState& st = state;
   thread_local std::vector<float> latents, k_pe, kv;
   latents.resize(size_t(kExpandKeys) * c);
   k_pe.resize(size_t(kExpandKeys) * rd);
@@ -95,6 +96,7 @@ void mla_expanded_attention(const MlaExpandedAttentionParams& p) {
       linear({latents.data(), c, n, &w, kv.data(), w.n_out});
       k.mla_expanded_attend_chunk({&p, &s, t0, n, kv.data(), k_pe.data(), &st});
     }
+#pragma omp parallel for schedule(static) if (s.n_new >= 16)
     for (int r = 0; r < s.n_new; ++r)
       for (int h = 0; h < H; ++h) {
         const float inv = 1.0f / st.run_sum[size_t(r) * H + h];

@@ -242,6 +242,7 @@ void mla_expanded_attend_chunk(const ExpandedChunk& ch) {
     const int dq = dn + rd, n_pairs = (dq + 1) / 2;
     if (ExpandedPairValues<V>::kEnabled) st.q_bf16.assign(size_t(st.n_rows) * H * n_pairs * 2, 0);
     else st.q_round.resize(size_t(st.n_rows) * H * dq);
+#pragma omp parallel for schedule(static) if (st.n_rows >= 16)
     for (int r = 0; r < st.n_rows; ++r)
       for (int h = 0; h < H; ++h) {
         const float* q = p.q + (ch.seq->row_begin + r) * p.ld_q + int64_t(h) * p.ld_q_head;

@@ -139,7 +139,7 @@ void DeepseekModel::forward(const ForwardBatch& b, const KvCacheView& kv, float*
   const ModelConfig& c = config_;
   const int64_t n = int64_t(b.n_rows()), d = c.hidden_size;
   DI_CHECK(kv.kinds.size() == (can_draft() ? 3u : 1u) && kv.kinds[0].slab_base.size() == size_t(c.num_hidden_layers));
-  DI_CHECK(b.positions.size() == b.n_rows());
+  DI_CHECK(b.positions.size() == b.n_rows() && (b.prompt_rows.empty() || b.prompt_rows.size() == b.n_rows()));
   for (int64_t r = 0; r < n; ++r) {
     DI_CHECK(b.token_ids[size_t(r)] >= 0 && b.token_ids[size_t(r)] < c.vocab_size);
     DI_CHECK(b.positions[size_t(r)] >= 0 && b.positions[size_t(r)] < c.max_position_embeddings);
