@@ -1,9 +1,11 @@
 // grammar_bench: the grammar engine's costs over the schema corpus at the DeepSeek-V3 vocabulary
 // (bench/RESULTS.md, "Grammar engine").
 //   grammar_bench [--corpus FILE]... [--model DIR] [--outputs-per-schema N] [--compile-repeats N]
-//                 [--dump-outputs FILE]
+//                 [--dump-outputs FILE] [--warm]
 // Reports, as one JSON object on stdout:
 //   vocabulary_seconds: building the TokenVocabulary (bytes of every token and the byte trie);
+//   warm_seconds: with --warm, warming its JSON frames first (grammar/frame_warmup.h), as a
+//                 server does in the background at start;
 //   compile: median/p99 milliseconds of CompiledGrammar::FromJsonSchema per supported schema
 //            (each schema compiled --compile-repeats times, the median of those taken);
 //   mask_cache_per_output / mask_cache_per_schema: median/p99/max microseconds of
@@ -19,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -29,6 +32,7 @@
 #include "grammar/compiled_grammar.h"
 #include "grammar/grammar_mask_cache.h"
 #include "grammar/grammar_matcher.h"
+#include "grammar/frame_warmup.h"
 #include "grammar/token_vocabulary.h"
 #include "tokenizer/tokenizer.h"
 
@@ -109,6 +113,8 @@ int main(int argc, char** argv) {
   app.add_option("--outputs-per-schema", outputs_per_schema, "Random outputs measured per schema");
   app.add_option("--compile-repeats", compile_repeats, "Compiles per schema (median taken)");
   app.add_option("--dump-outputs", dump_path, "Write each schema's measured token sequences here (JSON lines)");
+  bool warm = false;
+  app.add_flag("--warm", warm, "Warm the vocabulary's JSON frames first (grammar/frame_warmup.h), as a server does at start");
   CLI11_PARSE(app, argc, argv);
 
   auto tokenizer = Tokenizer::Load(model_dir);
@@ -124,6 +130,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   auto vocab = std::make_shared<const TokenVocabulary>(std::move(v).value());
+  double warm_seconds = 0;
+  if (warm) {
+    const std::atomic<bool> cancel = false;
+    t0 = Clock::now();
+    warm_json_frames(vocab, {}, cancel);
+    warm_seconds = seconds_since(t0);
+  }
 
   std::vector<std::string> schemas;
   for (const std::string& path : corpora) {
@@ -207,6 +220,7 @@ int main(int argc, char** argv) {
       {"vocabulary_tokens", vocab->size()},
       {"vocabulary_trie_nodes", vocab->trie().size()},
       {"vocabulary_seconds", vocabulary_seconds},
+      {"warm_seconds", warm_seconds},
       {"schemas", schemas.size()},
       {"supported", n_supported},
       {"compile_ms", {{"median", percentile(compile_ms, 0.5)}, {"p99", percentile(compile_ms, 0.99)},

@@ -49,7 +49,7 @@ def summary(values, unit_scale=1.0):
 
 def run_ours(args, dump_path):
     cmd = [args.bench, "--model", args.tokenizer, "--outputs-per-schema", str(args.outputs_per_schema),
-           "--compile-repeats", str(args.compile_repeats), "--dump-outputs", dump_path]
+           "--compile-repeats", str(args.compile_repeats), "--dump-outputs", dump_path] + (["--warm"] if args.warm else [])
     for c in args.corpus:
         cmd += ["--corpus", c]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
@@ -107,6 +107,7 @@ def main():
     p.add_argument("--corpus", action="append", default=None)
     p.add_argument("--outputs-per-schema", type=int, default=2)
     p.add_argument("--compile-repeats", type=int, default=5)
+    p.add_argument("--warm", action="store_true", help="grammar_bench --warm: its JSON frames warmed first, as a server does")
     args = p.parse_args()
     args.corpus = args.corpus or CORPORA
     with tempfile.NamedTemporaryFile(suffix=".jsonl") as dump:

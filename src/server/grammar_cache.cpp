@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "grammar/frame_warmup.h"
 #include "server/tool_call_grammar.h"
 
 namespace deepinfer {
@@ -116,6 +117,18 @@ void GrammarCache::insert(Entry entry) {
     index_.erase(lru_.back().key);
     lru_.pop_back();
   }
+}
+
+void GrammarCache::warm_frames(std::vector<grammar::JsonSchemaOptions> options) {
+  if (warm_thread_.joinable()) return;
+  warm_thread_ = std::thread([this, options = std::move(options)] {
+    for (const grammar::JsonSchemaOptions& o : options) grammar::warm_json_frames(vocabulary_, o, cancel_warm_);
+  });
+}
+
+GrammarCache::~GrammarCache() {
+  cancel_warm_ = true;
+  if (warm_thread_.joinable()) warm_thread_.join();
 }
 
 size_t GrammarCache::n_entries() {

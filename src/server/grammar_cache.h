@@ -11,14 +11,21 @@
 // for new requests.
 // Thread-safe: one mutex over the index; compiles run outside it (two workers compiling the
 // same text at once both compile, and the last to finish is kept).
+//
+// warm_frames() computes the vocabulary's JSON frames (grammar/frame_warmup.h) on a thread of
+// its own, so that the first requests do not pay them on the engine thread; the destructor
+// stops and joins it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <list>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "core/status.h"
 #include "grammar/compiled_grammar.h"
@@ -44,6 +51,10 @@ class GrammarCache {
 
   size_t n_entries();
 
+  // Starts the background warm-up of the JSON frames of each of `options` (once).
+  void warm_frames(std::vector<grammar::JsonSchemaOptions> options);
+  ~GrammarCache();
+
  private:
   struct Entry {
     std::string key;
@@ -64,6 +75,8 @@ class GrammarCache {
   Lru lru_;
   std::unordered_map<std::string, Lru::iterator> index_;
   size_t text_bytes_ = 0;
+  std::atomic<bool> cancel_warm_ = false;
+  std::thread warm_thread_;
 };
 
 }  // namespace deepinfer

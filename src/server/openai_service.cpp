@@ -133,6 +133,13 @@ void OpenAiService::attach(Engine* engine, Tokenizer tokenizer, std::optional<ch
   chat_template_ = std::move(chat_template);
   prompt_format_ = chat::prompt_format_for_architecture(engine->model_info().architecture);
   if (chat_template_) tool_call_format_ = detect_tool_call_format(*chat_template_);
+  if (grammars_) {  // the frames of response_format's JSON and of strict tool arguments
+    const ToolCallFormat tools = prompt_format_ == chat::PromptFormat::kDeepseekV4 ? ToolCallFormat::kDeepseekV4
+                                                                                   : tool_call_format_;
+    std::vector<grammar::JsonSchemaOptions> warm = {options_.grammars.json_schema};
+    if (tools != ToolCallFormat::kUnknown) warm.push_back(tool_call_json_options(tools, options_.grammars.json_schema));
+    grammars_->warm_frames(std::move(warm));
+  }
   state_.store(State::kReady);
 }
 

@@ -154,9 +154,8 @@ namespace {
 // RAW_k: the raw text of the strings K's schema admits; JSON_k: its values as JSON, offered unless
 // the schema admits only strings that RAW_k writes. The fullwidth bar of every tag is escaped in
 // JSON strings (\uff5c) and left out of raw ones, so a value never holds a tag.
-Result<grammar::CompiledGrammar> compile_dsml_grammar(const json& spec, grammar::JsonSchemaOptions options) {
+Result<grammar::CompiledGrammar> compile_dsml_grammar(const json& spec, const grammar::JsonSchemaOptions& options) {
   using namespace chat::dsv4;
-  options.escaped_code_points = {{kFullwidthBarCodePoint, kFullwidthBarCodePoint}};
   const std::string choice = spec["tool_choice"].get<std::string>(), function = spec["function"].get<std::string>();
   const std::string invoke_open = std::string(kInvokeOpen) + " name=\"";
   const std::string invoke_close = "\n" + std::string(kInvokeClose) + ">";
@@ -253,6 +252,17 @@ Result<grammar::CompiledGrammar> compile_dsml_grammar(const json& spec, grammar:
 
 }  // namespace
 
+grammar::JsonSchemaOptions tool_call_json_options(ToolCallFormat format, grammar::JsonSchemaOptions options) {
+  // The server's parser reads numbers as doubles: exponents of two digits keep every number finite.
+  options.max_exponent_digits = std::min<uint32_t>(options.max_exponent_digits, 2);
+  if (format == ToolCallFormat::kDeepseekV4) {
+    options.escaped_code_points = {{kFullwidthBarCodePoint, kFullwidthBarCodePoint}};
+  } else {
+    options.escape_less_than = true;
+  }
+  return options;
+}
+
 Result<grammar::CompiledGrammar> compile_tool_call_grammar(std::string_view text, grammar::JsonSchemaOptions options) {
   const json spec = json::parse(text, nullptr, false);
   if (spec.is_discarded() || !find(spec, "tools") || !spec["tools"].is_array())
@@ -265,10 +275,9 @@ Result<grammar::CompiledGrammar> compile_tool_call_grammar(std::string_view text
         ((tool["strict"].get<bool>() || spec["format"] == "deepseek-v4") && !find(tool, "parameters")))
       return Status::Error("tool-call constraint: a tool needs name, index, strict and, when strict or in DSML, parameters");
   }
-  // The server's parser reads numbers as doubles: exponents of two digits keep every number finite.
-  options.max_exponent_digits = std::min<uint32_t>(options.max_exponent_digits, 2);
-  if (spec["format"] == "deepseek-v4") return compile_dsml_grammar(spec, options);
-  options.escape_less_than = true;
+  if (spec["format"] == "deepseek-v4")
+    return compile_dsml_grammar(spec, tool_call_json_options(ToolCallFormat::kDeepseekV4, options));
+  options = tool_call_json_options(ToolCallFormat::kDeepseekV3, options);
   const bool v3 = spec["format"] == "deepseek-v3";
   const std::string choice = spec["tool_choice"].get<std::string>(), function = spec["function"].get<std::string>();
   const std::string calls_begin(chat::dsv3::kCallsBegin), calls_end(chat::dsv3::kCallsEnd);

@@ -53,6 +53,10 @@ Result<std::string> tool_call_constraint_text(ToolCallFormat format, const std::
                                               const std::string& function, const nlohmann::ordered_json& tools,
                                               const nlohmann::ordered_json& content = nullptr);
 
+// The JSON options the arguments (and content) of `format`'s tool calls compile under: `options`
+// with exponents of at most two digits and '<' (V3/V3.1) or '｜' (DSML) escaped in strings.
+grammar::JsonSchemaOptions tool_call_json_options(ToolCallFormat format, grammar::JsonSchemaOptions options);
+
 // The grammar of a constraint text. Errors name tools[i].function.parameters (or
 // response_format.json_schema.schema, with that field) and the keyword.
 // `options` bound every schema's compile (escape_less_than is set here).

@@ -1,11 +1,14 @@
 // GrammarCache: compiled constraints shared by (kind, text), errors naming the problem and the
-// request field, the LRU bound, and a refusal for grammars whose first mask passes the limits.
+// request field, the LRU bound, a refusal for grammars whose first mask passes the limits, and
+// the background warm-up of the vocabulary's JSON frames.
 #include "server/grammar_cache.h"
 #include "server/tool_call_grammar.h"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace deepinfer {
@@ -107,6 +110,22 @@ TEST(GrammarCache, RefusesAGrammarWhoseFirstMaskPassesTheLimits) {
   EXPECT_EQ(r.status().field(), "regex");
   EXPECT_NE(r.status().message().find("too complex"), std::string::npos) << r.status().message();
 }
+
+TEST(GrammarCache, WarmsTheVocabularysJsonFramesInTheBackground) {
+  const auto vocab = vocabulary();
+  {
+    GrammarCache cache(vocab, {});
+    cache.warm_frames({grammar::JsonSchemaOptions{}});
+    // Requests are served meanwhile.
+    ASSERT_TRUE(cache.get(constraint(OutputConstraint::Kind::kJsonObject, "", "response_format")).ok());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (vocab->frame_masks().size() < 10 && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_GE(vocab->frame_masks().size(), 10u);
+  }  // stops and joins the warm-up
+  GrammarCache cache(vocab, {});
+  cache.warm_frames({grammar::JsonSchemaOptions{}});
+}  // destroyed at once: the warm-up is cancelled, never left running
 
 }  // namespace
 }  // namespace deepinfer
