@@ -3,7 +3,10 @@
 // tokens decode --output-len tokens at temperature 1 (seeded) on one EngineCore, first
 // unconstrained (ignore_eos), then with every request under the schema (one GrammarMaskCache per
 // run, cold at its start, shared by the run's requests as the server shares it by schema), and
-// so on for --repeats rounds, interleaved so that both see similar machine load. The default
+// so on for --repeats rounds, interleaved so that all see similar machine load. The constrained
+// run is made twice: masks computed on the engine thread before sampling, and masks computed on
+// another thread during the forward pass (overlap, the engine's default), whose tokens must be
+// the same (same_tokens_as_not_overlapped). The default
 // schema (an array of at least 1000 objects) cannot end within the output, so both variants decode
 // exactly B x output-len tokens. Decode tok/s counts the tokens of the steps after the first
 // (which prefills every prompt: B x prompt-len must fit --max-num-batched-tokens) over their time.
@@ -104,9 +107,10 @@ double replay_seconds_per_token(const grammar::CompiledGrammar& grammar,
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / double(n_tokens);
 }
 
-// One run of `n` requests; `grammar` null: unconstrained.
+// One run of `n` requests; `grammar` null: unconstrained. `overlap`: masks computed during the
+// forward pass (GrammarConstraint::overlap_masks).
 Result<RunResult> run_batch(CausalLM& model, const BenchOptions& o, int n, const grammar::CompiledGrammar* grammar,
-                            const std::shared_ptr<const grammar::TokenVocabulary>& vocabulary) {
+                            const std::shared_ptr<const grammar::TokenVocabulary>& vocabulary, bool overlap) {
   EngineOptions eo;
   eo.max_num_batched_tokens = o.max_num_batched_tokens;
   eo.max_num_seqs = std::max(256, n);
@@ -116,6 +120,7 @@ Result<RunResult> run_batch(CausalLM& model, const BenchOptions& o, int n, const
   if (grammar) {
     constraint = std::make_shared<GrammarConstraint>();
     constraint->masks = std::make_shared<grammar::GrammarMaskCache>(*grammar, vocabulary);
+    constraint->overlap_masks = overlap;
   }
   std::mt19937 rng{uint32_t(n)};
   const int vocab = int(vocabulary->size());
@@ -194,14 +199,17 @@ int run(const BenchOptions& o) {
   for (std::string item; std::getline(levels, item, ',');) {
     const int n = std::stoi(item);
     for (int rep = 0; rep < o.repeats; ++rep) {
-      for (const bool constrained : {false, true}) {
-        auto r = run_batch(**model, o, n, constrained ? &compiled.value() : nullptr, vocabulary);
+      std::vector<std::vector<int32_t>> before_outputs;  // of the constrained run without overlap
+      for (const int variant : {0, 1, 2}) {  // unconstrained; masks before sampling; masks overlapped
+        const bool constrained = variant > 0, overlap = variant == 2;
+        auto r = run_batch(**model, o, n, constrained ? &compiled.value() : nullptr, vocabulary, overlap);
         if (!r.ok()) {
           std::fprintf(stderr, "error: %s\n", r.status().message().c_str());
           return 1;
         }
         nlohmann::json j = {{"batch", n},
                                   {"constrained", constrained},
+                                  {"overlap", overlap},
                                   {"repeat", rep},
                                   {"decode_tokens_per_s", double(r->decode_tokens) / r->decode_seconds},
                                   {"decode_tokens", r->decode_tokens},
@@ -212,6 +220,8 @@ int run(const BenchOptions& o) {
         if (constrained)
           j["mask_us_per_token"] =
               1e6 * replay_seconds_per_token(compiled.value(), vocabulary, r->outputs, (*model)->info().vocab_size);
+        if (variant == 1) before_outputs = r->outputs;
+        if (overlap) j["same_tokens_as_not_overlapped"] = r->outputs == before_outputs;
         std::printf("%s\n", j.dump().c_str());
         std::fflush(stdout);
       }
@@ -231,7 +241,8 @@ int main(int argc, char** argv) {
   app.add_option("--prompt-len", o.prompt_len, "Prompt tokens per request")->capture_default_str();
   app.add_option("--output-len", o.output_len, "Output tokens per request")->capture_default_str();
   app.add_option("--schema", o.schema_file, "JSON Schema file (default: an array of at least 1000 objects)");
-  app.add_option("--repeats", o.repeats, "Rounds of (unconstrained, constrained) per batch size")->capture_default_str();
+  app.add_option("--repeats", o.repeats, "Rounds of (unconstrained, constrained, constrained overlapped) per batch size")
+      ->capture_default_str();
   app.add_option("--max-num-batched-tokens", o.max_num_batched_tokens, "Token budget per step")->capture_default_str();
   app.add_option("--threads", o.threads, "OpenMP threads (0: default)");
   CLI11_PARSE(app, argc, argv);

@@ -114,8 +114,13 @@ void EngineCore::step() {
   SchedulerOutput out = scheduler_.schedule();
   const double draft_seconds = add_drafts(out);
   DI_CHECK(!out.chunks.empty());
+  std::vector<int64_t> sampling;  // their next masks are computed during the forward pass
+  for (const ScheduledChunk& c : out.chunks)
+    if (c.sample) sampling.push_back(c.seq->id());
+  grammars_.prefetch_masks(sampling);
   const auto forward_start = std::chrono::steady_clock::now();
   const std::span<const float> logits = runner_.execute(out);
+  grammars_.join_masks();
   if (draft_seconds > 0) {
     int n_drafts = 0;
     for (const ScheduledChunk& c : out.chunks) n_drafts += c.sample ? c.n_logit_rows - 1 : 0;

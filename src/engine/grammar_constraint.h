@@ -17,6 +17,10 @@ namespace deepinfer {
 struct GrammarConstraint {
   std::shared_ptr<grammar::GrammarMaskCache> masks;  // thread-safe; shared between requests
   int32_t start_after_token = -1;                    // -1: constrained from the first output token
+  // Whether the engine computes the next mask on another thread while the forward pass runs
+  // (SequenceGrammars::prefetch_masks), or on the engine thread before sampling. The tokens are
+  // the same either way.
+  bool overlap_masks = true;
 };
 
 }  // namespace deepinfer

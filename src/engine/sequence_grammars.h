@@ -19,14 +19,23 @@
 // finishes with kError. Ordinary grammars stay far inside it (a cached mask is a copy, a first
 // visit a few ms).
 //
+// Overlap: the mask a sequence samples under next is known once its previous token is accepted,
+// so the engine starts computing the next masks of the step's sampling sequences on another
+// thread before the forward pass (prefetch_masks) and waits for them after it (join_masks);
+// sample() takes a prefetched mask instead of computing it. Only the first position of a
+// sequence is prefetched (drafts beyond it are masked as before). Its time counts in the budget.
+//
 // Determinism: the mask depends only on the sequence's own tokens, never on its batch
 // neighbours (the shared cache memoizes, it does not change answers). The budget is wall time,
 // so whether a grammar near it is cut can depend on the machine and on what the shared cache
 // already holds; the tokens of a sequence that is not cut never do.
-// Engine thread only (the mask caches inside are thread-safe, the matchers are not).
+// Engine thread only (the mask caches inside are thread-safe, the matchers are not; between
+// prefetch_masks and join_masks the prefetching thread alone touches the prefetched matchers, and
+// the engine thread calls nothing here).
 #pragma once
 
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <span>
 #include <unordered_map>
@@ -53,6 +62,13 @@ class SequenceGrammars {
   void remove(int64_t seq_id);
   bool constrains(int64_t seq_id) const { return entries_.count(seq_id) != 0; }
 
+  // Starts computing, on another thread, the next masks of the sequences of `seq_ids` whose
+  // constraint is active and overlapped; join_masks() waits for them (call it before anything
+  // else here).
+  void prefetch_masks(std::span<const int64_t> seq_ids);
+  void join_masks();
+  size_t n_masks_overlapped() const { return n_overlapped_; }
+
   // Sampler::sample for sequence `seq_id` (its tokens so far: `tokens`), masked when its
   // constraint is active, and the matcher advanced by the result.
   SampledToken sample(Sampler& sampler, int64_t seq_id, std::span<const float> logits, const SamplingParams& params,
@@ -65,11 +81,15 @@ class SequenceGrammars {
     grammar::GrammarMatcher matcher;
     bool active = false;  // the constraint applies (reasoning, if any, is over)
     double seconds_left = 0;  // of its budget
+    std::vector<uint32_t> next_mask;  // prefetched mask of the current state
+    double next_mask_seconds = -1;    // its fill time; < 0: none prefetched
   };
 
   GrammarBudget budget_;
   std::unordered_map<int64_t, Entry> entries_;
   std::vector<uint32_t> mask_;  // scratch: one sequence's allowed-token bitmask
+  std::future<void> prefetch_;
+  size_t n_overlapped_ = 0;     // masks sample() took prefetched
 };
 
 }  // namespace deepinfer

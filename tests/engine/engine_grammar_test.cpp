@@ -1,7 +1,8 @@
 // Structured output in the engine: the Sampler under an allowed-token mask, and EngineCore with
 // grammar constraints (SequenceGrammars) on the fake model: outputs inside the grammar at
 // temperature 1, end only where the grammar accepts, finish reasons, n > 1, batch invariance,
-// speculative drafts verified under the mask, and the constraint starting after reasoning.
+// speculative drafts verified under the mask, the constraint starting after reasoning, and masks
+// overlapped with the forward pass giving the same tokens.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -250,6 +251,55 @@ TEST(SequenceGrammars, ASequencePastItsTimeBudgetFinishesWithAnError) {
   const SampledToken kept = roomy.sample(sampler, 7, logits, p, tokens, 2, eos, 1, 0);
   EXPECT_EQ(kept.grammar_finish, FinishReason::kNone);
   EXPECT_TRUE(std::regex_match(text_of({kept.token}), std::regex("[a-c]+"))) << kept.token;
+}
+
+// Masks computed during the forward pass (the default) give the tokens of masks computed before
+// sampling: n > 1, drafts, reasoning and unconstrained neighbours alike.
+TEST(EngineGrammar, OverlappedMasksGiveTheSameTokens) {
+  FakeCausalLM model(kVocab);
+  const auto requests = [](bool overlap) {
+    std::vector<Request> out = varied_requests(4, 9, kVocab);
+    for (uint64_t seed = 0; seed < 8; ++seed) {
+      Request r = sampled({int32_t(2 + seed), 20, 30}, 30, seed, seed % 3 == 0 ? 3 : 1);
+      auto c = std::make_shared<GrammarConstraint>(
+          *regex_constraint(seed % 2 ? "[a-c]{1,4}-[0-9]{1,3}" : "[a-c0-9]{2,12}x|[0-9-]+", seed == 5 ? 14 : -1));
+      c->overlap_masks = overlap;
+      r.params.constraint = c;
+      out.push_back(std::move(r));
+    }
+    return out;
+  };
+  for (SpeculativeMethod method : {SpeculativeMethod::kNone, SpeculativeMethod::kNgram}) {
+    EngineOptions o = options();
+    o.speculative = method;
+    o.num_speculative_tokens = 2;
+    o.speculative_max_batch = 64;
+    auto before = make_core(model, o), during = make_core(model, o);
+    expect_same_outputs(run_to_completion(*before, requests(false)), run_to_completion(*during, requests(true)),
+                        "masks overlapped with the forward pass");
+  }
+  // SequenceGrammars takes the prefetched mask.
+  Sampler sampler(kVocab);
+  SamplingParams p;
+  p.temperature = 1.0f;
+  std::vector<float> logits(kVocab);
+  for (int i = 0; i < kVocab; ++i) logits[size_t(i)] = float(i % 7) * 0.3f;
+  const std::vector<int32_t> eos = {kEos};
+  SequenceGrammars plain, overlapped;
+  plain.add(3, regex_constraint("[a-c]{1,6}"));
+  overlapped.add(3, regex_constraint("[a-c]{1,6}"));
+  std::vector<int32_t> tokens = {5, 6};
+  for (int step = 0; step < 4; ++step) {
+    const std::vector<int64_t> ids = {3};
+    overlapped.prefetch_masks(ids);
+    overlapped.join_masks();
+    const SampledToken a = plain.sample(sampler, 3, logits, p, tokens, 2, eos, 11, 0);
+    const SampledToken b = overlapped.sample(sampler, 3, logits, p, tokens, 2, eos, 11, 0);
+    EXPECT_EQ(a.token, b.token);
+    tokens.push_back(a.token);
+  }
+  EXPECT_EQ(overlapped.n_masks_overlapped(), 4u);
+  EXPECT_EQ(plain.n_masks_overlapped(), 0u);
 }
 
 TEST(EngineGrammar, ValidateRefusesAConstraintOverALargerVocabulary) {
