@@ -8,64 +8,26 @@ prefill worker and a SIGKILLed decode worker while requests run end every reques
 and later requests are served right; the DeepSeek-V4 fixture's four KV kinds cross the same way. Afterwards no worker holds a pinned block and every KV pool
 is idle (read from /metrics). Skipped, with the reason, where namespaces cannot be made."""
 import concurrent.futures
-import contextlib
-import json
 import shutil
 import signal
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
 import pd_netns
-from pd_router_helpers import Router
+from pd_cluster import (BLOCK, REQUEST_TIMEOUT_S, all_released, assert_bounded, client_of, completion, hosts_cluster,
+                        long_prompt, pd_metric, post)
 from server import ROOT, Server
-from test_pd_router_workers import client_of, completion, long_prompt, wait_released
 
-BLOCK = ["--block-size", "16"]
 PD_TIMEOUT_S = 5
-REQUEST_TIMEOUT_S = 120  # every request below must end well within this, or it counts as hung
 
 why_not = pd_netns.unavailable()
 pytestmark = pytest.mark.skipif(why_not is not None, reason=f"network namespaces unavailable: {why_not}")
 
 
-def worker(hosts, i, binary, model_dir, *args, env=()):
-    hosts.add(i)
-    s = Server(hosts.launcher(i, binary, env), model_dir, *BLOCK, "--host", hosts.addr(i), *args, wait_ready=False)
-    s.base = f"http://{hosts.addr(i)}:{s.port}"
-    s.wait_ready()
-    return s
-
-
-@contextlib.contextmanager
-def hosts_cluster(binary, model_dir, tmp_dir, pd_timeout_s=PD_TIMEOUT_S, lease_s=30, prefill_env=()):
-    """(hosts, [2 prefill workers], [2 decode workers], router), each worker on its own host:
-    prefill workers (with `prefill_env` in their environment) are hosts 0 and 1, decode workers 2 and 3."""
-    hosts = pd_netns.Hosts(tmp_dir)
-    started = []
-    try:
-        prefills = [worker(hosts, i, binary, model_dir, "--role", "prefill", "--pd-lease", str(lease_s),
-                           env=prefill_env) for i in (0, 1)]
-        started += prefills
-        decodes = [worker(hosts, i, binary, model_dir, "--role", "decode", "--pd-min-prefill-tokens", "20",
-                          "--pd-timeout", str(pd_timeout_s)) for i in (2, 3)]
-        started += decodes
-        router = Router(binary, [p.base for p in prefills], [d.base for d in decodes])
-        started.append(router)
-        yield hosts, prefills, decodes, router
-    finally:
-        for s in started:
-            if s.proc.poll() is None:
-                s.proc.send_signal(signal.SIGCONT)
-            s.stop()
-        hosts.close()
-
-
 @pytest.fixture(scope="module")
 def cluster(deepinfer_bin, model_dir, tmp_path_factory):
-    with hosts_cluster(deepinfer_bin, model_dir, tmp_path_factory.mktemp("netns")) as c:
+    with hosts_cluster(deepinfer_bin, model_dir, tmp_path_factory.mktemp("netns"), pd_timeout_s=PD_TIMEOUT_S) as c:
         yield c
 
 
@@ -76,56 +38,12 @@ def both(deepinfer_bin, model_dir):
     assert s.stop() == 0, "".join(s.log)
 
 
-def pd_metric(server, name, role):
-    return server.metric(f'{name}{{role="{role}"}}')
-
-
 def moved(decodes):
     return sum(pd_metric(d, "deepinfer_pd_transfers_total", "decode") for d in decodes)
 
 
-def post(base, body, stream):
-    """(status, text, finish) of a completion; `text` is None when the request failed, and then
-    `finish` is the error body. Raises on no answer within REQUEST_TIMEOUT_S."""
-    req = urllib.request.Request(base + "/v1/completions", data=json.dumps({**body, "stream": stream}).encode(),
-                                 method="POST", headers={"Content-Type": "application/json"})
-    try:
-        with urllib.request.urlopen(req, timeout=REQUEST_TIMEOUT_S) as r:
-            if not stream:
-                c = json.loads(r.read().decode())["choices"][0]
-                return r.status, c["text"], c["finish_reason"]
-            text, finish = "", None
-            for line in r.read().decode().splitlines():
-                if not line.startswith("data: ") or line == "data: [DONE]":
-                    continue
-                event = json.loads(line[6:])
-                if "error" in event:
-                    return r.status, None, event
-                for c in event["choices"]:
-                    text += c["text"]
-                    finish = c["finish_reason"] or finish
-            return r.status, text, finish
-    except urllib.error.HTTPError as e:
-        return e.code, None, json.loads(e.read().decode() or "null")
-
-
 def body(i, max_tokens=8):
     return {"model": "tiny", "prompt": long_prompt(i), "max_tokens": max_tokens, "temperature": 0, "ignore_eos": True}
-
-
-def assert_bounded(outcome, want, context=""):
-    """Right output, or a clear error: a 5xx with an OpenAI error body, or a stream's error event."""
-    status, text, finish = outcome
-    if text is not None:
-        assert status == 200 and (text, finish) == want, (outcome, want, context)
-    else:
-        assert isinstance(finish, dict) and finish["error"]["message"], (outcome, context)
-        assert status >= 500 or status == 200, (outcome, context)
-
-
-def all_released(prefills, decodes):
-    wait_released(decodes, "decode", timeout=60)
-    wait_released(prefills, "prefill", timeout=60)
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -197,7 +115,8 @@ def test_deepseek_v4_across_hosts_equals_a_single_server(deepinfer_bin, tmp_path
         shutil.copy(ROOT / "tests" / "data" / "tokenizers" / "deepseek-v4" / name, model / name)
     single = Server(deepinfer_bin, model, *BLOCK)
     try:
-        with hosts_cluster(deepinfer_bin, model, tmp_path_factory.mktemp("netns")) as (_, prefills, decodes, router):
+        with hosts_cluster(deepinfer_bin, model, tmp_path_factory.mktemp("netns"),
+                           pd_timeout_s=PD_TIMEOUT_S) as (_, prefills, decodes, router):
             before = moved(decodes)
             for i in range(4):
                 ids = {**body(0), "prompt": [100 + (k * 37 + i * 11) % 900 for k in range(60)]}  # V4's vocabulary: 1024

@@ -13,6 +13,7 @@ import socket
 import openai
 import pytest
 
+from pd_cluster import chat, client_of
 from pd_router_helpers import Router, StubWorker
 from server import Server
 
@@ -40,10 +41,6 @@ def router(deepinfer_bin, workers, prefill):
     assert r.stop() == 0, "".join(r.log)
 
 
-def client_of(base):
-    return openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0, timeout=120)
-
-
 def completions_run(client, stream, **kwargs):
     if not stream:
         r = client.completions.create(**kwargs)
@@ -54,18 +51,6 @@ def completions_run(client, stream, **kwargs):
             text += c.text
             finish = c.finish_reason or finish
     return [(text, finish, None)], None
-
-
-def chat_run(client, stream, **kwargs):
-    if not stream:
-        r = client.chat.completions.create(**kwargs)
-        return [(c.message.content, c.finish_reason) for c in r.choices]
-    text, finish = "", None
-    for chunk in client.chat.completions.create(stream=True, **kwargs):
-        for c in chunk.choices:
-            text += c.delta.content or ""
-            finish = c.finish_reason or finish
-    return [(text, finish)]
 
 
 @pytest.mark.parametrize("stream", [False, True])
@@ -79,7 +64,7 @@ def test_outputs_equal_a_single_server(router, server, stream):
     for content in ["Hello! Who are you?", "Write a haiku about the sea."]:
         kwargs = dict(model="tiny", messages=[{"role": "system", "content": "Be brief."}, {"role": "user", "content": content}],
                       max_tokens=10, temperature=0)
-        assert chat_run(via_router, stream, **kwargs) == chat_run(single, stream, **kwargs)
+        assert chat(via_router, stream, **kwargs) == chat(single, stream, **kwargs)
 
 
 def test_models_health_and_metrics(router, workers, prefill):

@@ -4,15 +4,13 @@ the KV moved over UCX): through the official openai client, greedy outputs equal
 shared prefix goes to one prefill worker, whose prefix cache then serves it; a killed prefill
 worker is retried on the other with the same output; and every block is released afterwards."""
 import signal
-import time
 
-import openai
 import pytest
 
+from pd_cluster import BLOCK, chat, client_of, completion, long_prompt, pd_metric, wait_released
 from pd_router_helpers import Router
 from server import Server
 
-BLOCK = ["--block-size", "16"]
 DECODE = [*BLOCK, "--role", "decode", "--pd-min-prefill-tokens", "20", "--pd-timeout", "8"]
 
 
@@ -44,51 +42,6 @@ def router(deepinfer_bin, prefills, decodes):
     r = Router(deepinfer_bin, [p.base for p in prefills], [d.base for d in decodes])
     yield r
     assert r.stop() == 0, "".join(r.log)
-
-
-def client_of(base):
-    return openai.OpenAI(base_url=base + "/v1", api_key="unused", max_retries=0, timeout=120)
-
-
-def pd_metric(server, name, role):
-    return server.metric(f'{name}{{role="{role}"}}')
-
-
-def wait_released(servers, role, timeout=30):
-    for s in servers:
-        deadline = time.time() + timeout
-        while pd_metric(s, "deepinfer_pd_blocks_held", role) != 0:
-            assert time.time() < deadline, f"{s.base} still holds blocks pinned for transfers"
-            time.sleep(0.05)
-        s.wait_idle(timeout)
-
-
-def long_prompt(i):
-    return f"Story {i}. " + " ".join(f"word{(i * 31 + k * 7) % 97}" for k in range(60))
-
-
-def completion(client, stream, **kwargs):
-    if not stream:
-        r = client.completions.create(**kwargs)
-        return [(c.text, c.finish_reason, c.logprobs and c.logprobs.top_logprobs) for c in r.choices]
-    text, finish = "", None
-    for chunk in client.completions.create(stream=True, **kwargs):
-        for c in chunk.choices:
-            text += c.text
-            finish = c.finish_reason or finish
-    return [(text, finish, None)]
-
-
-def chat(client, stream, **kwargs):
-    if not stream:
-        r = client.chat.completions.create(**kwargs)
-        return [(c.message.content, c.finish_reason) for c in r.choices]
-    text, finish = "", None
-    for chunk in client.chat.completions.create(stream=True, **kwargs):
-        for c in chunk.choices:
-            text += c.delta.content or ""
-            finish = c.finish_reason or finish
-    return [(text, finish)]
 
 
 @pytest.mark.parametrize("stream", [False, True])

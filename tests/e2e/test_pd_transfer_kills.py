@@ -20,10 +20,9 @@ import time
 import pytest
 
 import pd_netns
+from pd_cluster import BLOCK, REQUEST_TIMEOUT_S, all_released, hosts_cluster, pd_metric, post
 from server import Server
-from test_pd_netns import REQUEST_TIMEOUT_S, all_released, hosts_cluster, pd_metric, post
 
-BLOCK = ["--block-size", "16"]
 RATE = "1mbit"            # what a prefill host sends: ~125 KB/s
 LEASE_S = 15              # the prefill workers' lease: longer than a rate-limited read (~5 s)
 PD_TIMEOUT_S = 40         # the decode workers' bound on a whole remote prefill

@@ -2,8 +2,10 @@
 server on loopback, requests sent to the decode worker with X-DeepInfer-Prefill-Url as the router
 sends them. Greedy and seeded outputs (with logprobs), streamed or not, must equal a single
 `--role both` server's bitwise; the KV really moves (transfer counters); every block goes back
-(pins and KV usage at zero on both sides); a dead or stalled prefill worker gives a 503 with
-X-DeepInfer-Retry: prefill within the timeout and leaks nothing."""
+(pins and KV usage at zero on both sides); many remote prefills at once run on a set of threads
+that --request-threads bounds; a dead or stalled prefill worker gives a 503 with X-DeepInfer-Retry: prefill within the
+timeout and leaks nothing."""
+import concurrent.futures
 import json
 import os
 import pathlib
@@ -19,9 +21,9 @@ import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "tests" / "e2e"))
+from pd_cluster import BLOCK, pd_metric, wait_released  # noqa: E402
 from server import Server, make_model  # noqa: E402
 
-BLOCK = ["--block-size", "16"]
 PD_TIMEOUT_S = 8
 
 
@@ -96,18 +98,6 @@ def streamed(text):
     return sorted((i, texts[i], finish.get(i)) for i in texts)
 
 
-def metric(server, name, role):
-    return server.metric(f'{name}{{role="{role}"}}')
-
-
-def wait_released(server, role, timeout=30):
-    deadline = time.time() + timeout
-    while metric(server, "deepinfer_pd_blocks_held", role) != 0:
-        assert time.time() < deadline, f"{role} still holds pinned blocks"
-        time.sleep(0.05)
-    server.wait_idle(timeout)
-
-
 REQUESTS = [
     {"prompt": prompt(70, 1), "max_tokens": 12, "temperature": 0, "logprobs": 3},
     {"prompt": prompt(33, 2), "max_tokens": 8, "temperature": 0},
@@ -120,27 +110,27 @@ REQUESTS = [
 
 def test_outputs_equal_a_single_server(both, prefill, decode):
     header = {"X-DeepInfer-Prefill-Url": prefill.base}
-    moved_before = metric(decode, "deepinfer_pd_blocks_moved_total", "decode")
+    moved_before = pd_metric(decode, "deepinfer_pd_blocks_moved_total", "decode")
     for body in REQUESTS:
         s1, _, want = post(both.base, {**body, "model": "tiny"})
         s2, _, got = post(decode.base, {**body, "model": "tiny"}, header)
         assert (s1, s2) == (200, 200), got
         assert outputs(got) == outputs(want), body
-    assert metric(decode, "deepinfer_pd_transfers_total", "decode") >= 5
-    assert metric(decode, "deepinfer_pd_local_prefills_total", "decode") >= 1
-    moved = metric(decode, "deepinfer_pd_blocks_moved_total", "decode") - moved_before
-    assert moved > 0 and metric(decode, "deepinfer_pd_bytes_moved_total", "decode") > 0
-    assert metric(prefill, "deepinfer_pd_blocks_moved_total", "prefill") >= moved
-    assert metric(decode, "deepinfer_pd_local_hit_blocks_total", "decode") >= 3, "decode's own prefix cache was used"
-    assert 0 < metric(decode, "deepinfer_pd_read_seconds_total", "decode") <= metric(
+    assert pd_metric(decode, "deepinfer_pd_transfers_total", "decode") >= 5
+    assert pd_metric(decode, "deepinfer_pd_local_prefills_total", "decode") >= 1
+    moved = pd_metric(decode, "deepinfer_pd_blocks_moved_total", "decode") - moved_before
+    assert moved > 0 and pd_metric(decode, "deepinfer_pd_bytes_moved_total", "decode") > 0
+    assert pd_metric(prefill, "deepinfer_pd_blocks_moved_total", "prefill") >= moved
+    assert pd_metric(decode, "deepinfer_pd_local_hit_blocks_total", "decode") >= 3, "decode's own prefix cache was used"
+    assert 0 < pd_metric(decode, "deepinfer_pd_read_seconds_total", "decode") <= pd_metric(
         decode, "deepinfer_pd_transfer_seconds_total", "decode")
-    wait_released(decode, "decode")
-    wait_released(prefill, "prefill")
+    wait_released([decode], "decode")
+    wait_released([prefill], "prefill")
 
 
 def test_streamed_outputs_equal_a_single_server(both, prefill, decode):
     header = {"X-DeepInfer-Prefill-Url": prefill.base}
-    n_before = metric(prefill, "deepinfer_pd_transfers_total", "prefill")
+    n_before = pd_metric(prefill, "deepinfer_pd_transfers_total", "prefill")
     for i, body in enumerate(REQUESTS[:3]):
         body = {**body, "model": "tiny", "prompt": prompt(len(body["prompt"]) + 5, 20 + i), "stream": True}
         s1, _, want = post(both.base, body)
@@ -148,20 +138,62 @@ def test_streamed_outputs_equal_a_single_server(both, prefill, decode):
         assert (s1, s2) == (200, 200), got
         assert h2.get("Content-Type", "").startswith("text/event-stream")
         assert streamed(got) == streamed(want)
-    assert metric(prefill, "deepinfer_pd_transfers_total", "prefill") >= n_before + 3
-    wait_released(decode, "decode")
-    wait_released(prefill, "prefill")
+    assert pd_metric(prefill, "deepinfer_pd_transfers_total", "prefill") >= n_before + 3
+    wait_released([decode], "decode")
+    wait_released([prefill], "prefill")
+
+
+def request_threads(server):
+    """The server's threads named di-request: its request workers, where a remote prefill waits, and
+    the threads they start (Asio's resolver for a control message's peer)."""
+    n = 0
+    for t in os.listdir(f"/proc/{server.proc.pid}/task"):
+        try:
+            with open(f"/proc/{server.proc.pid}/task/{t}/comm") as f:
+                n += f.read().strip() == "di-request"
+        except OSError:  # the thread ended meanwhile
+            pass
+    return n
+
+
+def test_many_concurrent_remote_prefills_wait_on_the_bounded_request_workers(deepinfer_bin, model, both, prefill):
+    """12 remote prefills at once on a decode worker with the default 2 request threads (and a
+    timeout generous enough for a loaded machine): each ends with a single server's output, and the
+    threads they wait on stay the 2 request workers, each with at most one resolver thread."""
+    decode = Server(deepinfer_bin, model, *BLOCK, "--role", "decode", "--pd-min-prefill-tokens", "20",
+                    "--pd-timeout", "120")
+    try:
+        header = {"X-DeepInfer-Prefill-Url": prefill.base}
+        bodies = [{"model": "tiny", "prompt": prompt(50 + i, 200 + i), "max_tokens": 4, "temperature": 0}
+                  for i in range(13)]
+        want = [outputs(post(both.base, b)[2]) for b in bodies]
+        assert outputs(post(decode.base, bodies[0], header)[2]) == want[0]
+        assert request_threads(decode) == 2
+        with concurrent.futures.ThreadPoolExecutor(12) as pool:
+            futures = [pool.submit(post, decode.base, b, header) for b in bodies[1:]]
+            most = 2
+            while not all(f.done() for f in futures):
+                most = max(most, request_threads(decode))
+                time.sleep(0.01)
+            got = [f.result(timeout=1) for f in futures]
+        assert [(g[0], outputs(g[2])) for g in got] == [(200, w) for w in want[1:]]
+        assert pd_metric(decode, "deepinfer_pd_transfers_total", "decode") == 13
+        assert most <= 4, most  # bounded by --request-threads, not by the prefills at once
+        wait_released([decode], "decode")
+        wait_released([prefill], "prefill")
+    finally:
+        assert decode.stop() == 0, "".join(decode.log)
 
 
 def test_a_repeated_prompt_is_a_prefix_hit_on_both_sides(prefill, decode):
     header = {"X-DeepInfer-Prefill-Url": prefill.base}
     body = {"model": "tiny", "prompt": prompt(90, 30), "max_tokens": 3, "temperature": 0}
     assert post(decode.base, body, header)[0] == 200
-    hits = metric(decode, "deepinfer_pd_local_hit_blocks_total", "decode")
-    moved = metric(decode, "deepinfer_pd_blocks_moved_total", "decode")
+    hits = pd_metric(decode, "deepinfer_pd_local_hit_blocks_total", "decode")
+    moved = pd_metric(decode, "deepinfer_pd_blocks_moved_total", "decode")
     assert post(decode.base, body, header)[0] == 200
-    assert metric(decode, "deepinfer_pd_local_hit_blocks_total", "decode") >= hits + 5  # (90 - 1) // 16, more with several kinds
-    assert metric(decode, "deepinfer_pd_blocks_moved_total", "decode") == moved
+    assert pd_metric(decode, "deepinfer_pd_local_hit_blocks_total", "decode") >= hits + 5  # (90 - 1) // 16, more with several kinds
+    assert pd_metric(decode, "deepinfer_pd_blocks_moved_total", "decode") == moved
 
 
 def test_a_bad_prefill_url_is_a_400(decode):
@@ -172,14 +204,14 @@ def test_a_bad_prefill_url_is_a_400(decode):
 
 
 def test_an_unreachable_prefill_worker_is_a_retryable_503(decode):
-    failures = metric(decode, "deepinfer_pd_transfer_failures_total", "decode")
+    failures = pd_metric(decode, "deepinfer_pd_transfer_failures_total", "decode")
     status, headers, text = post(decode.base, {"model": "tiny", "prompt": prompt(40, 101), "max_tokens": 2},
                                  {"X-DeepInfer-Prefill-Url": "http://127.0.0.1:9"})
     assert status == 503, text
     assert headers.get("X-DeepInfer-Retry") == "prefill"
     assert json.loads(text)["error"]["code"] == "prefill_failed"
-    assert metric(decode, "deepinfer_pd_transfer_failures_total", "decode") == failures + 1
-    wait_released(decode, "decode")
+    assert pd_metric(decode, "deepinfer_pd_transfer_failures_total", "decode") == failures + 1
+    wait_released([decode], "decode")
 
 
 def test_a_killed_prefill_worker_is_a_retryable_503_and_nothing_leaks(deepinfer_bin, model, decode):
@@ -191,7 +223,7 @@ def test_a_killed_prefill_worker_is_a_retryable_503_and_nothing_leaks(deepinfer_
                               {"X-DeepInfer-Prefill-Url": victim.base})
     assert status == 503 and headers.get("X-DeepInfer-Retry") == "prefill"
     assert time.time() - start < PD_TIMEOUT_S + 10
-    wait_released(decode, "decode")
+    wait_released([decode], "decode")
 
 
 def test_a_stalled_prefill_worker_times_out_and_its_lease_expires(deepinfer_bin, model, decode):
@@ -203,10 +235,10 @@ def test_a_stalled_prefill_worker_times_out_and_its_lease_expires(deepinfer_bin,
                                   {"X-DeepInfer-Prefill-Url": victim.base})
         assert status == 503 and headers.get("X-DeepInfer-Retry") == "prefill"
         assert PD_TIMEOUT_S - 1 < time.time() - start < PD_TIMEOUT_S + 10
-        wait_released(decode, "decode")
+        wait_released([decode], "decode")
         victim.proc.send_signal(signal.SIGCONT)
         # It computes and pins the prompt once resumed; nobody reads it, so the lease runs out.
-        wait_released(victim, "prefill", timeout=60)
+        wait_released([victim], "prefill", timeout=60)
     finally:
         victim.proc.send_signal(signal.SIGCONT)
         assert victim.stop() == 0, "".join(victim.log)
@@ -220,10 +252,10 @@ def test_a_client_that_goes_away_frees_the_decode_side_at_once(deepinfer_bin, mo
         with pytest.raises((TimeoutError, urllib.error.URLError)):
             post(decode.base, {"model": "tiny", "prompt": prompt(80, 104), "max_tokens": 2},
                  {"X-DeepInfer-Prefill-Url": victim.base}, timeout=1)
-        wait_released(decode, "decode")
+        wait_released([decode], "decode")
         assert time.time() - start < PD_TIMEOUT_S - 1, "freed when the client went, not at the timeout"
         victim.proc.send_signal(signal.SIGCONT)
-        wait_released(victim, "prefill", timeout=60)
+        wait_released([victim], "prefill", timeout=60)
     finally:
         victim.proc.send_signal(signal.SIGCONT)
         assert victim.stop() == 0, "".join(victim.log)
@@ -237,7 +269,7 @@ def test_a_layout_mismatch_is_refused_naming_it(deepinfer_bin, model, prefill):
                                      {"X-DeepInfer-Prefill-Url": prefill.base})
         assert status == 503 and headers.get("X-DeepInfer-Retry") == "prefill"
         assert "KV layout mismatch: the cache dtype" in json.loads(text)["error"]["message"]
-        wait_released(fp8, "decode")
+        wait_released([fp8], "decode")
     finally:
         assert fp8.stop() == 0, "".join(fp8.log)
 
