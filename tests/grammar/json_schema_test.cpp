@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "grammar/compiled_grammar.h"
+#include "grammar/json_schema_compiler.h"
 #include "grammar_test_util.h"
 
 namespace deepinfer::grammar {
@@ -216,6 +217,50 @@ TEST(JsonSchema, EscapeLessThanKeepsValuesAndNeverWritesLessThan) {
       R"({"type": "object", "properties": {"a<b": {"type": "integer"}}, "additionalProperties": {"type": "integer"}})",
       options);
   EXPECT_FALSE(bad.ok());
+}
+
+TEST(JsonSchema, ObjectMembersOneByOneWithRawStrings) {
+  JsonSchemaOptions options;
+  options.escaped_code_points = {{0xFF5C, 0xFF5C}};  // the fullwidth bar
+  auto members = compile_object_members(nlohmann::ordered_json::parse(R"({
+    "allOf": [{"properties": {"a": {"type": "string", "pattern": "^[x｜]+$"}}, "required": ["a"]}],
+    "properties": {"b": {"enum": ["q\"r", "s｜t"]}, "c": {"type": ["string", "null"], "maxLength": 2},
+                   "d": {"$ref": "#/$defs/n"}},
+    "$defs": {"n": {"type": "integer"}}})"),
+                                        options);
+  ASSERT_TRUE(members.ok()) << members.status().message();
+  ASSERT_EQ(members->size(), 4u);
+  const auto grammar_of = [](const std::optional<Grammar>& g) { return CompiledGrammar::FromBuilt(Grammar(*g)); };
+  // Declared order after allOf's merge; raw strings without the escaped code point.
+  EXPECT_EQ((*members)[0].name, "b");
+  EXPECT_EQ((*members)[3].name, "a");
+  EXPECT_TRUE((*members)[3].required);
+  EXPECT_FALSE((*members)[0].required);
+  ASSERT_TRUE((*members)[3].raw_string && !(*members)[3].json_value);  // strings only: raw alone
+  EXPECT_TRUE(matches(grammar_of((*members)[3].raw_string), "xx"));
+  EXPECT_FALSE(matches(grammar_of((*members)[3].raw_string), "x｜"));
+  ASSERT_TRUE((*members)[0].raw_string && !(*members)[0].json_value);
+  EXPECT_TRUE(matches(grammar_of((*members)[0].raw_string), "q\"r"));  // raw: unquoted, unescaped
+  EXPECT_FALSE(matches(grammar_of((*members)[0].raw_string), "s｜t"));
+  // A string or null: the string raw, the value as JSON too (its strings escape the bar).
+  ASSERT_TRUE((*members)[1].raw_string && (*members)[1].json_value);
+  EXPECT_TRUE(matches(grammar_of((*members)[1].raw_string), "ab"));
+  EXPECT_FALSE(matches(grammar_of((*members)[1].raw_string), "abc"));
+  EXPECT_TRUE(matches(grammar_of((*members)[1].json_value), "null"));
+  EXPECT_TRUE(matches(grammar_of((*members)[1].json_value), "\"\\uff5c\""));
+  EXPECT_FALSE(matches(grammar_of((*members)[1].json_value), "\"｜\""));
+  // An integer: JSON only, its $ref resolved against the whole schema.
+  ASSERT_TRUE(!(*members)[2].raw_string && (*members)[2].json_value);
+  EXPECT_TRUE(matches(grammar_of((*members)[2].json_value), "-12"));
+  // Members that cannot be listed one by one fail naming the keyword.
+  for (const char* bad : {R"({"type": "object"})", R"({"properties": {"a": {}}, "additionalProperties": {}})",
+                          R"({"anyOf": [{"type": "object"}]})"}) {
+    auto m = compile_object_members(nlohmann::ordered_json::parse(bad), options);
+    ASSERT_FALSE(m.ok()) << bad;
+    EXPECT_TRUE(m.status().message().find("'additionalProperties'") != std::string::npos ||
+                m.status().message().find("'anyOf'") != std::string::npos)
+        << m.status().message();
+  }
 }
 
 }  // namespace
