@@ -45,6 +45,10 @@ struct CausalLMInfo {
   size_t n_params = 0;               // parameters loaded
   size_t n_weight_bytes = 0;         // their bytes in stored precision
   DType activation_dtype = DType::F32;  // ModelOptions::activation_dtype as applied
+  // What else a cached token's bytes depend on, beyond the checkpoint and the activation dtype
+  // (e.g. "prompt rows expanded" for DeepSeek-V2/V3 under the provenance rule); empty: nothing.
+  // Two processes exchange cached KV only where this and activation_dtype agree.
+  std::string kv_formulation;
 };
 
 // How DeepSeek-V2/V3 attend from prompt rows (the provenance rule above).

@@ -5,7 +5,9 @@ namespace deepinfer::pd {
 KvLayout kv_layout_of(const CausalLMInfo& model, const KvCacheInfo& cache) {
   KvLayout l;
   l.model = model.architecture + " vocab " + std::to_string(model.vocab_size) + " layers " + std::to_string(model.n_layers) +
-            " params " + std::to_string(model.n_params);
+            " params " + std::to_string(model.n_params) + " activations " +
+            std::string(dtype_name(model.activation_dtype)) +
+            (model.kv_formulation.empty() ? std::string() : ", " + model.kv_formulation);
   l.dtype = uint8_t(cache.dtype);
   l.block_size = uint32_t(cache.block_size);
   for (const KvKindInfo& k : cache.kinds)

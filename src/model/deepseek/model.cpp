@@ -110,6 +110,8 @@ DeepseekModel::DeepseekModel(ModelConfig c, Checkpoint ckpt, std::unique_ptr<Dee
   info_.n_params = weights_->n_params;
   info_.n_weight_bytes = weights_->n_bytes;
   info_.activation_dtype = options.activation_dtype;
+  info_.kv_formulation = options.prefill_attention == PrefillAttention::kExpanded ? "prompt rows expanded"
+                                                                              : "every row absorbed";
   prefault(weights_->embed);
   prefault(weights_->lm_head);
   for (const LayerWeights& l : weights_->layers) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "dist/pd/kv_layout.h"
+
 namespace deepinfer::pd {
 namespace {
 
@@ -123,6 +125,27 @@ TEST(PdMessages, CompatibilityNamesTheDifference) {
   other = layout();
   other.kinds.pop_back();
   EXPECT_FALSE(check_compatible(layout(), other).ok());
+}
+
+// A cached token's bytes depend on the activation dtype and, for DeepSeek-V2/V3, on how prompt
+// rows attend (the provenance rule): workers that differ in either must not exchange KV.
+TEST(PdMessages, LayoutsDifferWhereTheKvBytesWouldDiffer) {
+  CausalLMInfo info;
+  info.architecture = "DeepseekV3ForCausalLM";
+  info.vocab_size = 96;
+  info.n_layers = 2;
+  info.kv_formulation = "prompt rows expanded";
+  KvCacheInfo cache;
+  cache.dtype = DType::BF16;
+  cache.block_size = 4;
+  const KvLayout base = kv_layout_of(info, cache);
+  EXPECT_TRUE(check_compatible(base, kv_layout_of(info, cache)).ok());
+  CausalLMInfo other = info;
+  other.activation_dtype = DType::BF16;
+  EXPECT_NE(check_compatible(base, kv_layout_of(other, cache)).message().find("model"), std::string::npos);
+  other = info;
+  other.kv_formulation = "every row absorbed";
+  EXPECT_NE(check_compatible(base, kv_layout_of(other, cache)).message().find("model"), std::string::npos);
 }
 
 TEST(PdMessages, CheckRequestValidatesWantedBlocks) {
