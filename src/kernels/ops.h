@@ -128,9 +128,7 @@ struct MlaAttentionParams {
   int block_size = 0;
   int kind = 0;                     // which of each sequence's block tables indexes `cache`
   // F32, or BF16 (bf16 cache only): each head's [q_latent | q_pe] is rounded to bf16 and the
-  // scores are bf16 dot products with the cached keys as stored; the probabilities are rounded
-  // to bf16 for the value sum (bf16 pair dot products over consecutive keys where the ISA has
-  // them, f32 accumulation; the normalization is the sum of the unrounded exponentials).
+  // scores are bf16 dot products with the cached keys as stored (the values stay f32).
   DType score_dtype = DType::F32;
 };
 

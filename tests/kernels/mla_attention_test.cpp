@@ -1,12 +1,9 @@
 // MLA attention over the paged latent cache: against a scalar softmax reference for every cache
 // dtype and ISA, and bitwise per-row invariance (a row alone on one thread equals the same row
 // in a mixed decode + prefill batch on many threads); also with bf16 scores over a bf16 cache,
-// against the reference on bf16-rounded queries. There the probabilities are rounded to bf16
-// before the value sum (relative error <= 2^-8 each, the normalization unrounded), so an output
-// may differ from the exact one by 2^-8 * sum_t p_t |v_t| beyond the f32 tolerance.
+// against the reference on bf16-rounded queries.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <cstring>
 #include <tuple>
 
@@ -16,7 +13,7 @@
 namespace deepinfer::test {
 namespace {
 
-constexpr int kC = 100, kRope = 16, kHeads = 5, kBlock = 16;
+constexpr int kC = 96, kRope = 16, kHeads = 5, kBlock = 16;
 
 struct CacheFixture {
   MlaCacheLayout layout;
@@ -147,17 +144,13 @@ TEST_P(MlaAttention, MatchesReferenceAndIsBatchInvariant) {
         }
         double sum = 0;
         for (double& v : sc) sum += (v = std::exp(v - mx));
-        std::vector<double> want(kC, 0.0), mass(kC, 0.0);  // mass: sum_t p_t |v_t|
+        std::vector<double> want(kC, 0.0);
         for (int32_t t = 0; t < n_keys; ++t) {
           const std::vector<float> k = st.key(si, t);
-          for (int c = 0; c < kC; ++c) {
-            want[size_t(c)] += sc[size_t(t)] / sum * k[size_t(c)];
-            mass[size_t(c)] += sc[size_t(t)] / sum * std::fabs(k[size_t(c)]);
-          }
+          for (int c = 0; c < kC; ++c) want[size_t(c)] += sc[size_t(t)] / sum * k[size_t(c)];
         }
-        const double rounding = score_dtype == DType::BF16 ? std::ldexp(1.0, -8) : 0.0;
         for (int c = 0; c < kC; ++c)
-          ASSERT_NEAR(out[size_t((row * kHeads + h) * kC + c)], want[size_t(c)], 2e-5 + rounding * mass[size_t(c)])
+          ASSERT_NEAR(out[size_t((row * kHeads + h) * kC + c)], want[size_t(c)], 2e-5)
               << "seq " << si << " row " << row << " head " << h << " c " << c;
       }
     }

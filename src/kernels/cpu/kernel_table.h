@@ -19,7 +19,6 @@ struct AttendScratch {
   std::vector<float> scores;  // [heads, kAttendKeyBlock]
   std::vector<float> run_max, run_sum;  // [heads]
   std::vector<uint16_t> q_bf16;         // [heads, kv_lora_rank + qk_rope_head_dim], bf16 scores only
-  std::vector<uint16_t> value_pairs;    // [kAttendKeyBlock / 2, kv_lora_rank, 2]: AbsorbedPairs levels
 };
 
 // Keys are processed in blocks at fixed absolute positions [i * kAttendKeyBlock, ...), with an

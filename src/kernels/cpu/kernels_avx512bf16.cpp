@@ -8,7 +8,6 @@
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/mla_attention_kernels.h"
 #include "kernels/cpu/mla_expanded_pair_values.h"
-#include "kernels/cpu/mla_absorbed_pairs.h"
 
 namespace deepinfer::cpu {
 namespace {

@@ -6,12 +6,7 @@
 // update (running max and sum), and out = out * alpha + sum_t p[t] * latent[t]. The order of
 // every reduction depends only on the row's own position, never on the batch or head grouping.
 // With score_dtype BF16 (bf16 cache), the scores multiply the row's bf16-rounded queries with
-// the cached bf16 keys as stored: VDPBF16PS where V has it, else both widened to f32; the
-// probabilities are rounded to bf16 before the value sum (the normalization stays the f32 sum of
-// the unrounded exponentials). Where V has AbsorbedPairs, the value sum is bf16 pair dot
-// products over consecutive keys of the cached latents as stored (no f32 copy of the block) and
-// a tile's 16 scores are reduced together; elsewhere the rounded probabilities multiply the
-// widened latents in f32.
+// the cached bf16 keys as stored: VDPBF16PS where V has it, else both widened to f32.
 #pragma once
 
 #include <algorithm>
@@ -137,18 +132,6 @@ inline void accumulate_dots(const uint16_t* const* a, const uint16_t* const* b, 
   }
 }
 
-// Where V multiplies bf16 pairs (VDPBF16PS), a specialization (mla_absorbed_pairs.h) sets kEnabled
-// and provides, for score_dtype BF16: tile_scores(acc, scale, sc) (sc[i][j] = scale * the lane sum
-// of acc[i][j] for a 4 x 4 tile, one fixed reduction tree for all 16), pack_pairs(p, s, t0, n_t,
-// n_keys, pairs) (the block's cached latents as key pairs [kAttendKeyBlock / 2][c][2], zero past
-// n_t; the next block's entries below n_keys prefetched)
-// and accumulate(w, pairs, c, o, alpha, n_hb) (o[i] = o[i] * alpha[i] + sum over the block's
-// pairs u of w[i][2u] pair[u][0] + w[i][2u + 1] pair[u][1] per column, bf16 weights w [4][T]).
-template <class V>
-struct AbsorbedPairs {
-  static constexpr bool kEnabled = false;
-};
-
 // Latent columns per value tile: 4 vectors.
 template <class V>
 constexpr int kValueCols = 4 * V::kW;
@@ -210,9 +193,6 @@ void mla_attend_row(const MlaAttentionParams& p, const BatchSequence& s, int64_t
   auto out = [&](int h) { return p.out_latent + (row * p.n_heads + h0 + h) * c; };
   for (int h = 0; h < n_h; ++h) std::fill_n(out(h), c, 0.0f);
   const bool bf16_scores = p.score_dtype == DType::BF16;
-  constexpr bool kPairs = AbsorbedPairs<V>::kEnabled;
-  const bool pair_values = kPairs && bf16_scores;
-  if (pair_values) ws.value_pairs.resize(size_t(T) * size_t(c));
   if (bf16_scores) {  // [q_latent | q_pe] of each head, rounded to bf16
     ws.q_bf16.resize(size_t(n_h) * size_t(dk));
     for (int h = 0; h < n_h; ++h) {
@@ -223,9 +203,7 @@ void mla_attend_row(const MlaAttentionParams& p, const BatchSequence& s, int64_t
 
   for (int32_t t0 = 0; t0 < n_keys; t0 += T) {
     const int n_t = std::min<int32_t>(T, n_keys - t0);
-    if constexpr (kPairs)
-      if (pair_values) AbsorbedPairs<V>::pack_pairs(p, s, t0, n_t, n_keys, ws.value_pairs.data());
-    if (!pair_values) load_key_block<V>(p, s, t0, n_t, ws.keys.data());
+    load_key_block<V>(p, s, t0, n_t, ws.keys.data());
     const float* keys = ws.keys.data();
 
     // Scores: tiles of 4 heads x 4 keys (short tiles repeat their last member).
@@ -261,15 +239,10 @@ void mla_attend_row(const MlaAttentionParams& p, const BatchSequence& s, int64_t
           accumulate_dots<V, 4, 4>(qp, kp, rd, acc);
         }
         float sc[4][4];
-        if constexpr (kPairs) {
-          if (pair_values) AbsorbedPairs<V>::tile_scores(acc, p.softmax_scale, sc);
-        }
-        if (!pair_values) {
 #pragma GCC unroll 4
-          for (int i = 0; i < 4; ++i)
+        for (int i = 0; i < 4; ++i)
 #pragma GCC unroll 4
-            for (int j = 0; j < 4; ++j) sc[i][j] = V::hsum(acc[i][j]) * p.softmax_scale;
-        }
+          for (int j = 0; j < 4; ++j) sc[i][j] = V::hsum(acc[i][j]) * p.softmax_scale;
         for (int i = 0; i < 4 && hb + i < n_h; ++i)
           for (int j = 0; j < 4 && tb + j < n_t; ++j) ws.scores[size_t(hb + i) * T + size_t(tb + j)] = sc[i][j];
       }
@@ -303,31 +276,6 @@ void mla_attend_row(const MlaAttentionParams& p, const BatchSequence& s, int64_t
         }
         ws.run_sum[size_t(hb + i)] = ws.run_sum[size_t(hb + i)] * alpha[i] + V::hsum(sum);
       }
-      if constexpr (kPairs) {
-        if (pair_values) {  // the weights as bf16, 0 past the block's keys
-          alignas(64) uint16_t wb[4][T];
-          const uint16_t* w[4];
-          float* ob[4];
-          float al[4];
-          for (int i = 0; i < n_hb; ++i) {
-            round_to_bf16<V>(ws.scores.data() + size_t(hb + i) * T, wb[i], n_t);
-            std::fill(wb[i] + n_t, wb[i] + T, uint16_t(0));
-          }
-          for (int i = 0; i < 4; ++i) {
-            w[i] = wb[std::min(i, n_hb - 1)];
-            ob[i] = out(hb + std::min(i, n_hb - 1));
-            al[i] = alpha[std::min(i, n_hb - 1)];
-          }
-          AbsorbedPairs<V>::accumulate(w, ws.value_pairs.data(), c, ob, al, n_hb);
-          continue;
-        }
-      }
-      if (bf16_scores)  // the weights rounded to bf16, as the pair dots take them
-        for (int i = 0; i < n_hb; ++i)
-          for (int t = 0; t < n_t; ++t) {
-            float& w = ws.scores[size_t(hb + i) * T + size_t(t)];
-            w = bf16_to_f32(f32_to_bf16(w));
-          }
       const float* pr[4];
       float* o[4];
       F al[4];
