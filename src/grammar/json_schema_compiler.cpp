@@ -16,7 +16,7 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-const std::set<std::string> kObjectKeywords = {"properties", "required", "additionalProperties",
+const std::set<std::string> kObjectKeywords = {"properties", "required", "additionalProperties", "patternProperties",
                                                "unevaluatedProperties", "minProperties",
                                                "maxProperties"};
 const std::set<std::string> kArrayKeywords = {"items", "prefixItems", "additionalItems",
@@ -31,7 +31,7 @@ const std::set<std::string> kOtherKeywords = {"type", "enum", "const", "anyOf", 
 // not supported: a schema using one fails to compile. Keywords of no vocabulary are annotations
 // to every validator, and so to the compiler too.
 const std::set<std::string> kUnsupported = {
-    "not", "if", "then", "else", "contains", "minContains", "maxContains", "patternProperties",
+    "not", "if", "then", "else", "contains", "minContains", "maxContains",
     "propertyNames", "dependentRequired", "dependentSchemas", "dependencies", "$dynamicRef",
     "$dynamicAnchor", "$recursiveRef", "$recursiveAnchor", "extends", "disallow", "divisibleBy"};
 
@@ -144,7 +144,7 @@ class Compiler {
     if (root_.contains("$ref") || root_.contains("allOf")) {
       DI_ASSIGN_OR_RETURN(flat_root_, flatten(root_, "#", 0));
     }
-    for (const char* k : {"anyOf", "oneOf", "enum", "const"}) {
+    for (const char* k : {"anyOf", "oneOf", "enum", "const", "patternProperties"}) {
       if (flat_root_.contains(k)) return Status::Error(quoted(k) + " at # is not supported where members are listed one by one");
     }
     DI_ASSIGN_OR_RETURN(unsigned types, admitted_types(flat_root_, "#"));
@@ -1052,7 +1052,28 @@ class Compiler {
     return ObjectLayout{std::move(props), extra};
   }
 
+  // patternProperties alone (one pattern; no properties, required or min/maxProperties): the
+  // object {} or one member whose key matches the pattern whole (a search match, as patterns
+  // are) and whose value its schema admits. Whatever additionalProperties says of other keys,
+  // none is emitted, and one member never repeats a key: a subset of the schema's objects.
+  Result<Expr> compile_pattern_object(const json& s, const std::string& path, size_t depth) {
+    const json& pp = s["patternProperties"];
+    if (!pp.is_object() || pp.size() != 1 || (s.contains("properties") && !s["properties"].empty()) ||
+        s.contains("required") || s.contains("minProperties") || s.contains("maxProperties")) {
+      return Status::Error("'patternProperties' at " + path +
+                           " is supported only as one pattern, without 'properties', 'required' or "
+                           "'minProperties'/'maxProperties'");
+    }
+    const std::string ppath = path + "/patternProperties";
+    auto key = parse_regex(pp.begin().key(), options_.limits);
+    if (!key.ok()) return Status::Error("'patternProperties' pattern at " + ppath + ": " + key.status().message());
+    DI_ASSIGN_OR_RETURN(Expr value, compile(pp.begin().value(), ppath + "/" + pp.begin().key(), depth + 1));
+    Expr member = Expr::Seq({Expr::Char('"'), escape_for_json(*key, escaped_), Expr::Char('"'), colon(), value});
+    return Expr::Seq({Expr::Char('{'), Expr::Optional(std::move(member)), Expr::Char('}')});
+  }
+
   Result<Expr> compile_object(const json& s, const std::string& path, size_t depth) {
+    if (s.contains("patternProperties")) return compile_pattern_object(s, path, depth);
     DI_ASSIGN_OR_RETURN(ObjectLayout layout, object_layout(s, path));
     const std::vector<Property>& props = layout.props;
     const json* extra = layout.extra;

@@ -2,6 +2,7 @@
 // every sentence validates against the schema.
 //
 // Supported: type (one or a list), enum, const, properties, required, additionalProperties,
+// patternProperties (one pattern alone: the object {} or one member whose key matches it),
 // unevaluatedProperties/unevaluatedItems (once allOf/$ref are merged and anyOf/oneOf distributed,
 // they act as additionalProperties / the items after the prefix), min/maxProperties where the
 // declared properties decide them, items (schema or draft-4 tuple), prefixItems, additionalItems,
@@ -11,7 +12,7 @@
 // minimum/maximum/exclusiveMinimum/exclusiveMaximum (integral bounds for numbers), multipleOf 1
 // on integers, boolean schemas, and the annotations (title, description, default, ...).
 // The other constraining keywords of the JSON Schema drafts (not, if/then/else, contains,
-// patternProperties, propertyNames, dependencies, ...) fail, naming the keyword and its JSON
+// propertyNames, dependencies, ...) fail, naming the keyword and its JSON
 // pointer; nothing that constrains is silently ignored. Keywords of no draft are annotations to
 // every validator, so they are ignored here as well.
 //
@@ -50,8 +51,8 @@ struct ObjectMember {
 // The members of object schema `schema` ($ref and allOf at its top merged) in the order the
 // grammar of compile_json_schema emits them: the declared properties in order (and required ones
 // that are not declared), each value's grammar compiled as there ($refs resolved against
-// `schema`). Fails naming the keyword where the members cannot be listed: anyOf/oneOf/enum/const
-// at the top, additionalProperties (or unevaluatedProperties) admitting undeclared members.
+// `schema`). Fails naming the keyword where the members cannot be listed: anyOf/oneOf/enum/const/
+// patternProperties at the top, additionalProperties (or unevaluatedProperties) admitting undeclared members.
 Result<std::vector<ObjectMember>> compile_object_members(const nlohmann::ordered_json& schema,
                                                          const JsonSchemaOptions& options);
 // Any JSON object (response_format json_object).

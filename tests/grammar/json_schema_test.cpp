@@ -142,9 +142,16 @@ TEST(JsonSchema, KeywordsOfNoDraftAreAnnotations) {
   check({{R"({"type": "integer", "x-unit": "ms", "nullable": true, "example": 3, "title": "t"})", {"3"}, {"null"}}});
 }
 
+TEST(JsonSchema, PatternPropertiesAloneGiveAtMostOneMatchingMember) {
+  check({{R"({"type": "object", "patternProperties": {"^x-[a-z]{1,3}$": {"type": "integer"}},
+             "additionalProperties": false})",
+          {"{}", "{\"x-ab\": 3}", "{\"x-a\":-1}"},
+          {"{\"y-ab\": 3}", "{\"x-ab\": \"3\"}", "{\"x-abcd\": 3}", "{\"x-a\": 1, \"x-b\": 2}"}}});
+}
+
 TEST(JsonSchema, UnsupportedKeywordsAreNamed) {
-  EXPECT_NE(schema_error(R"({"type": "object", "patternProperties": {"^a": {}}})")
-                .find("unsupported JSON Schema keyword 'patternProperties' at #"), std::string::npos);
+  EXPECT_NE(schema_error(R"({"type": "object", "patternProperties": {"^a": {}}, "properties": {"b": {}}})")
+                .find("'patternProperties' at # is supported only as one pattern"), std::string::npos);
   EXPECT_NE(schema_error(R"({"properties": {"x": {"not": {"type": "null"}}}})")
                 .find("'not' at #/properties/x"), std::string::npos);
   EXPECT_NE(schema_error(R"({"type": "array", "uniqueItems": true})").find("'uniqueItems'"), std::string::npos);

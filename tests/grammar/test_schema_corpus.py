@@ -114,7 +114,7 @@ def test_json_object_mode(deepinfer_bin, root):
 
 
 def test_errors_name_the_keyword(deepinfer_bin, root):
-    bad = [({"type": "object", "patternProperties": {"^a": {}}}, "'patternProperties'"),
+    bad = [({"type": "object", "patternProperties": {"^a": {}, "^b": {}}}, "'patternProperties'"),
            ({"type": "string", "pattern": "(a)\\1"}, "backreferences"),
            ({"type": "string", "format": "color"}, "'color'"),
            ({"not": {}}, "'not'")]
