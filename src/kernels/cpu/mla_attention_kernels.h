@@ -136,6 +136,38 @@ inline void accumulate_dots(const uint16_t* const* a, const uint16_t* const* b, 
 template <class V>
 constexpr int kValueCols = 4 * V::kW;
 
+// One key block's online-softmax step for one head: sc[0, n_t) holds the block's scores and becomes
+// exp(score - m_new), where m_new = max(m_run, the block's max); m_run becomes m_new, s_run the
+// running sum rescaled plus the block's sum. Returns alpha = exp(m_old - m_new), the factor the
+// head's value accumulator must be rescaled by. A fixed order of operations per head and block,
+// shared by the absorbed and the expanded attention.
+template <class V>
+inline float softmax_block_update(float* sc, int n_t, float& m_run, float& s_run) {
+  using F = typename V::F;
+  F mx = V::bcast(-INFINITY);
+  int t = 0;
+  for (; t + V::kW <= n_t; t += V::kW) mx = V::max(mx, V::load(sc + t));
+  float m_blk = V::hmax(mx);
+  for (; t < n_t; ++t) m_blk = std::max(m_blk, sc[t]);
+  const float m_new = std::max(m_run, m_blk);
+  const float alpha = std::exp(m_run - m_new);
+  m_run = m_new;
+  const F mv = V::bcast(m_new);
+  F sum = V::zero();
+  for (t = 0; t + V::kW <= n_t; t += V::kW) {
+    const F e = vexp<V>(V::add(V::load(sc + t), V::mul(mv, V::bcast(-1.0f))));
+    V::store(sc + t, e);
+    sum = V::add(sum, e);
+  }
+  if (t < n_t) {
+    const F e = vexp<V>(V::add(V::load_n(sc + t, n_t - t), V::mul(mv, V::bcast(-1.0f))));
+    V::store_n(sc + t, e, n_t - t);
+    sum = V::add(sum, V::load_n(sc + t, n_t - t));
+  }
+  s_run = s_run * alpha + V::hsum(sum);
+  return alpha;
+}
+
 // For 4 heads i (short groups repeat the last; only the first n_hb are stored) and latent
 // columns [cb, cb + n_valid): o[i] = o[i] * alpha[i] + sum_t p[i][t] * keys[t][latent].
 template <class V, bool kFull>
@@ -252,29 +284,8 @@ void mla_attend_row(const MlaAttentionParams& p, const BatchSequence& s, int64_t
     for (int hb = 0; hb < n_h; hb += 4) {
       const int n_hb = std::min(4, n_h - hb);
       for (int i = 0; i < n_hb; ++i) {
-        float* sc = ws.scores.data() + size_t(hb + i) * T;
-        F mx = V::bcast(-INFINITY);
-        int t = 0;
-        for (; t + V::kW <= n_t; t += V::kW) mx = V::max(mx, V::load(sc + t));
-        float m_blk = V::hmax(mx);
-        for (; t < n_t; ++t) m_blk = std::max(m_blk, sc[t]);
-        float& m_run = ws.run_max[size_t(hb + i)];
-        const float m_new = std::max(m_run, m_blk);
-        alpha[i] = std::exp(m_run - m_new);
-        m_run = m_new;
-        const F mv = V::bcast(m_new);
-        F sum = V::zero();
-        for (t = 0; t + V::kW <= n_t; t += V::kW) {
-          const F e = vexp<V>(V::add(V::load(sc + t), V::mul(mv, V::bcast(-1.0f))));
-          V::store(sc + t, e);
-          sum = V::add(sum, e);
-        }
-        if (t < n_t) {
-          const F e = vexp<V>(V::add(V::load_n(sc + t, n_t - t), V::mul(mv, V::bcast(-1.0f))));
-          V::store_n(sc + t, e, n_t - t);
-          sum = V::add(sum, V::load_n(sc + t, n_t - t));
-        }
-        ws.run_sum[size_t(hb + i)] = ws.run_sum[size_t(hb + i)] * alpha[i] + V::hsum(sum);
+        alpha[i] = softmax_block_update<V>(ws.scores.data() + size_t(hb + i) * T, n_t, ws.run_max[size_t(hb + i)],
+                                           ws.run_sum[size_t(hb + i)]);
       }
       const float* pr[4];
       float* o[4];

@@ -170,29 +170,7 @@ void expanded_attend_task(const ExpandedChunk& ch, int n_pad, int r0, int nr, in
       const int r = r0 + iv + i;
       const int n_t = std::min<int32_t>(T, pos[iv + i] + 1 - t0);
       float* sc = scores + size_t(i) * T;
-      F mx = V::bcast(-INFINITY);
-      int t = 0;
-      for (; t + V::kW <= n_t; t += V::kW) mx = V::max(mx, V::load(sc + t));
-      float m_blk = V::hmax(mx);
-      for (; t < n_t; ++t) m_blk = std::max(m_blk, sc[t]);
-      float& m_run = st.run_max[size_t(r) * H + h];
-      const float m_new = std::max(m_run, m_blk);
-      alpha[i] = std::exp(m_run - m_new);
-      m_run = m_new;
-      const F mv = V::bcast(m_new);
-      F sum = V::zero();
-      for (t = 0; t + V::kW <= n_t; t += V::kW) {
-        const F e = vexp<V>(V::add(V::load(sc + t), V::mul(mv, V::bcast(-1.0f))));
-        V::store(sc + t, e);
-        sum = V::add(sum, e);
-      }
-      if (t < n_t) {
-        const F e = vexp<V>(V::add(V::load_n(sc + t, n_t - t), V::mul(mv, V::bcast(-1.0f))));
-        V::store_n(sc + t, e, n_t - t);
-        sum = V::add(sum, V::load_n(sc + t, n_t - t));
-      }
-      float& s_run = st.run_sum[size_t(r) * H + h];
-      s_run = s_run * alpha[i] + V::hsum(sum);
+      alpha[i] = softmax_block_update<V>(sc, n_t, st.run_max[size_t(r) * H + h], st.run_sum[size_t(r) * H + h]);
       std::fill(sc + n_t, sc + T, 0.0f);
     }
 
