@@ -275,8 +275,12 @@ TEST(EngineCore, SpeculativeNgramDecodingGivesExactlyThePlainOutputs) {
       uint64_t drafted = 0, accepted = 0;
       for (int j = 0; j < kMaxSpeculativeTokens; ++j) {  // a draft is accepted only after all before it
         EXPECT_LE(st.n_accepted_at[size_t(j)], st.n_drafts_at[size_t(j)]) << what;
-        if (j > 0) EXPECT_LE(st.n_accepted_at[size_t(j)], st.n_accepted_at[size_t(j - 1)]) << what;
-        if (j >= k) EXPECT_EQ(st.n_drafts_at[size_t(j)], 0u) << what;
+        if (j > 0) {
+          EXPECT_LE(st.n_accepted_at[size_t(j)], st.n_accepted_at[size_t(j - 1)]) << what;
+        }
+        if (j >= k) {
+          EXPECT_EQ(st.n_drafts_at[size_t(j)], 0u) << what;
+        }
         drafted += st.n_drafts_at[size_t(j)];
         accepted += st.n_accepted_at[size_t(j)];
       }
