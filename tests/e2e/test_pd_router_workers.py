@@ -69,7 +69,11 @@ def test_a_shared_prefix_is_a_prefix_hit_on_its_prefill_worker(router, prefills,
     shared = long_prompt(99) + " " + long_prompt(98)
     hits_before = [p.metric("deepinfer_prefix_cache_hits_total") for p in prefills]
     for i in range(4):
-        client.completions.create(model="tiny", prompt=shared + f" ending {i}", max_tokens=2, temperature=0)
+        # Each ending is longer than --pd-min-prefill-tokens, so the decode worker sends it to a prefill
+        # worker even when its own cache already holds the shared part (whichever decode worker the
+        # router picks); the prefill worker then serves the shared part from its cache.
+        client.completions.create(model="tiny", prompt=shared + f" ending {i}. " + long_prompt(200 + i), max_tokens=2,
+                                  temperature=0)
     hits = [p.metric("deepinfer_prefix_cache_hits_total") - b for p, b in zip(prefills, hits_before)]
     assert sorted(hits)[0] == 0 and sorted(hits)[1] > 0, hits  # one prefill worker took them all, from its cache
     wait_released(decodes, "decode")
