@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "model/fp4_weight.h"
+
 namespace deepinfer {
 namespace {
 bool is_compute_dtype(DType t) {
@@ -16,8 +18,21 @@ class WeightBinder {
 
   const Status& status() const { return status_; }
 
-  LinearWeight linear(const std::string& name, int64_t n_out, int64_t n_in) {
+  // `name` [n_out, n_in] in F32, F16, BF16 or F8_E4M3 (with `name`_scale_inv); with fp4_ok also
+  // packed FP4: I8 [n_out, n_in / 2] with the F8_E8M0 scales `prefix`.scale (model/fp4_weight.h).
+  LinearWeight linear(const std::string& name, int64_t n_out, int64_t n_in, bool fp4_ok = false) {
     LinearWeight lw;
+    const TensorView* packed = status_.ok() && fp4_ok ? ckpt_.find(name) : nullptr;
+    if (packed && packed->dtype == DType::I8 && name.ends_with(".weight")) {
+      Result<LinearWeight> fp4 = bind_fp4_weight(ckpt_, dir_, name.substr(0, name.size() - 7), *packed, n_out, n_in);
+      if (!fp4.ok()) {
+        fail(fp4.status().message());
+        return lw;
+      }
+      w_.n_params += size_t(n_out * n_in);
+      w_.n_bytes += fp4_weight_bytes(*fp4);
+      return *fp4;
+    }
     const TensorView* t = get(name, {n_out, n_in});
     if (!t) return lw;
     if (!is_compute_dtype(t->dtype)) {
@@ -65,9 +80,9 @@ class WeightBinder {
 
   MlpWeights mlp(const std::string& prefix, int64_t hidden, int64_t inter) {
     MlpWeights m;
-    m.gate = linear(prefix + "gate_proj.weight", inter, hidden);
-    m.up = linear(prefix + "up_proj.weight", inter, hidden);
-    m.down = linear(prefix + "down_proj.weight", hidden, inter);
+    m.gate = linear(prefix + "gate_proj.weight", inter, hidden, true);
+    m.up = linear(prefix + "up_proj.weight", inter, hidden, true);
+    m.down = linear(prefix + "down_proj.weight", hidden, inter, true);
     return m;
   }
 
@@ -135,16 +150,16 @@ Result<std::unique_ptr<DeepseekWeights>> DeepseekWeights::Bind(const Checkpoint&
     L.post_attn_norm = b.vec(p + "post_attention_layernorm.weight", d);
     MlaWeights& a = L.attn;
     if (c.q_lora_rank > 0) {
-      a.q_a_proj = b.linear(p + "self_attn.q_a_proj.weight", c.q_lora_rank, d);
+      a.q_a_proj = b.linear(p + "self_attn.q_a_proj.weight", c.q_lora_rank, d, true);
       a.q_a_norm = b.vec(p + "self_attn.q_a_layernorm.weight", c.q_lora_rank);
-      a.q_b_proj = b.linear(p + "self_attn.q_b_proj.weight", H * c.qk_head_dim(), c.q_lora_rank);
+      a.q_b_proj = b.linear(p + "self_attn.q_b_proj.weight", H * c.qk_head_dim(), c.q_lora_rank, true);
     } else {
-      a.q_proj = b.linear(p + "self_attn.q_proj.weight", H * c.qk_head_dim(), d);
+      a.q_proj = b.linear(p + "self_attn.q_proj.weight", H * c.qk_head_dim(), d, true);
     }
-    a.kv_a_proj = b.linear(p + "self_attn.kv_a_proj_with_mqa.weight", c.kv_lora_rank + c.qk_rope_head_dim, d);
+    a.kv_a_proj = b.linear(p + "self_attn.kv_a_proj_with_mqa.weight", c.kv_lora_rank + c.qk_rope_head_dim, d, true);
     a.kv_a_norm = b.vec(p + "self_attn.kv_a_layernorm.weight", c.kv_lora_rank);
     a.kv_b_proj = b.linear(p + "self_attn.kv_b_proj.weight", H * (c.qk_nope_head_dim + c.v_head_dim), c.kv_lora_rank);
-    a.o_proj = b.linear(p + "self_attn.o_proj.weight", d, H * c.v_head_dim);
+    a.o_proj = b.linear(p + "self_attn.o_proj.weight", d, H * c.v_head_dim, true);
 
     L.is_moe = c.is_moe_layer(i);
     if (!L.is_moe) {
@@ -165,7 +180,7 @@ Result<std::unique_ptr<DeepseekWeights>> DeepseekWeights::Bind(const Checkpoint&
   for (int i = 0; i < c.num_hidden_layers && b.status().ok(); ++i) bind_layer(i, w->layers.emplace_back());
   w->final_norm = b.vec("model.norm.weight", d);
   if (c.tie_word_embeddings) w->lm_head = w->embed;
-  else w->lm_head = b.linear("lm_head.weight", c.vocab_size, d);
+  else w->lm_head = b.linear("lm_head.weight", c.vocab_size, d, true);
   if (bind_mtp && b.status().ok()) {
     if (c.num_nextn_predict_layers < 1)
       return Status::Error(model_dir + ": config.json says num_nextn_predict_layers " +
@@ -175,10 +190,10 @@ Result<std::unique_ptr<DeepseekWeights>> DeepseekWeights::Bind(const Checkpoint&
     const std::string p = "model.layers." + std::to_string(c.num_hidden_layers) + ".";
     m.enorm = b.vec(p + "enorm.weight", d);
     m.hnorm = b.vec(p + "hnorm.weight", d);
-    m.eh_proj = b.linear(p + "eh_proj.weight", d, 2 * d);
+    m.eh_proj = b.linear(p + "eh_proj.weight", d, 2 * d, true);
     bind_layer(c.num_hidden_layers, m.block);
     m.head_norm = b.vec(p + "shared_head.norm.weight", d);
-    m.head = b.linear(p + "shared_head.head.weight", c.vocab_size, d);
+    m.head = b.linear(p + "shared_head.head.weight", c.vocab_size, d, true);
   }
   if (!b.status().ok()) return b.status();
   return w;

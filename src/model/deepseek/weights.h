@@ -1,6 +1,11 @@
 // The tensors of a DeepSeek-V2/V3 checkpoint, bound by Hugging Face name to typed views, with
 // every shape and dtype checked against the config. Linear weights stay in the checkpoint's
 // mapping in stored precision; only norm vectors and router biases are converted to f32.
+// Precisions: BF16, F16, F32; F8_E4M3 with `<name>.weight_scale_inv` F32 block scales (config.json's
+// fp8 quantization_config, as DeepSeek-V3 ships); and, for every linear the model multiplies
+// through linear, swiglu or moe (all but the embedding, the routers and kv_b_proj), FP4 as
+// DeepSeek-V4 ships its experts: I8 `<name>.weight` [out, in / 2] with F8_E8M0 `<name>.scale`
+// [out, in / 32] (model/fp4_weight.h), bound packed (F4_E2M1); no config entry: the dtype says it.
 #pragma once
 
 #include <deque>

@@ -19,28 +19,14 @@ LinearWeight BlockScaledBinder::linear(const std::string& prefix, int64_t n_out,
   lw.n_out = n_out;
   lw.n_in = n_in;
   if (t->dtype == DType::I8 && fp4_ok) {
-    if (n_in % kFp4ScaleBlock != 0) {
-      fail(*t->file + ": tensor '" + name + "' is FP4 but its input width " + std::to_string(n_in) +
-           " is not a multiple of 32");
+    Result<LinearWeight> fp4 = bind_fp4_weight(ckpt_, dir_, prefix, *t, n_out, n_in);
+    if (!fp4.ok()) {
+      fail(fp4.status().message());
       return lw;
     }
-    if (!shape_is(*t, {n_out, n_in / 2})) return lw;
-    const TensorView* s = scale(prefix, {n_out, n_in / kFp4ScaleBlock});
-    if (!s) return lw;
-    if (const void* nan = std::memchr(s->data, 0xff, s->n_bytes)) {
-      const int64_t at = static_cast<const uint8_t*>(nan) - s->data;
-      fail(*s->file + ": tensor '" + s->name + "' holds the NaN scale 0xff at [" + std::to_string(at / s->shape[1]) +
-           ", " + std::to_string(at % s->shape[1]) + "]");
-      return lw;
-    }
-    lw.dtype = DType::F4_E2M1;  // kept packed, as mapped: the kernels read 4.25 bits per weight
-    lw.data = t->data;
-    lw.scale_e8m0 = s->data;
-    lw.block_rows = 1;
-    lw.block_cols = kFp4ScaleBlock;
-    count(*t, 2);
-    count(*s, 0);
-    return lw;
+    n_params_ += size_t(n_out * n_in);
+    n_bytes_ += fp4_weight_bytes(*fp4);
+    return *fp4;
   }
   if (t->dtype != DType::BF16 && t->dtype != DType::F16 && t->dtype != DType::F32 && t->dtype != DType::F8_E4M3) {
     fail(*t->file + ": tensor '" + name + "' must be BF16, F16, F32 or F8_E4M3" + (fp4_ok ? " or I8 (FP4)" : "") +

@@ -16,11 +16,10 @@
 #include "core/status.h"
 #include "kernels/ops.h"
 #include "model/deepseek_v4/config.h"
+#include "model/fp4_weight.h"
 #include "model/safetensors.h"
 
 namespace deepinfer {
-
-constexpr int kFp4ScaleBlock = 32;  // inputs per FP4 scale
 
 // UE8M0 bytes to f32 powers of two (the kernels' F8_E4M3 scale_inv).
 void ue8m0_to_f32(const uint8_t* scales, int64_t n, float* out);
@@ -40,7 +39,7 @@ class BlockScaledBinder {
   }
 
   // `prefix`.weight [n_out, n_in]: BF16/F16/F32, or F8_E4M3 with `prefix`.scale; with `fp4_ok`
-  // (routed experts) also I8 packed FP4 with `prefix`.scale per 32 inputs (no scale byte 0xff, NaN).
+  // (routed experts) also I8 packed FP4 with `prefix`.scale per 32 inputs (bind_fp4_weight).
   LinearWeight linear(const std::string& prefix, int64_t n_out, int64_t n_in, bool fp4_ok = false);
   // An F32/BF16/F16 tensor of `shape`, as f32 (norms, biases, hyper-connection parameters).
   std::vector<float> floats(const std::string& name, const std::vector<int64_t>& shape);
