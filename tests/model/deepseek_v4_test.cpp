@@ -84,6 +84,23 @@ TEST(DeepseekV4Weights, FixturesLoadByArchitecture) {
   }
 }
 
+// With bf16 activations, every linear of the published fp8 layout takes bf16 inputs: the fp8
+// projections (128-column blocks), the FP4 experts and the bf16 head; the router does not.
+TEST(DeepseekV4Weights, Bf16ActivationsReachFp8AndFp4Linears) {
+  ModelOptions options;
+  options.activation_dtype = DType::BF16;
+  auto m = load_causal_lm("tests/data/models/tiny-v4-fp8", options);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const DeepseekV4Weights& w = static_cast<const DeepseekV4Model&>(**m).weights();
+  const V4BlockWeights& b = w.layers[1];
+  ASSERT_EQ(b.attn.wq_b.dtype, DType::F8_E4M3);
+  ASSERT_EQ(b.experts[3].w1.dtype, DType::F4_E2M1);
+  for (const LinearWeight* lw : {&b.attn.wq_a, &b.attn.wq_b, &b.attn.wkv, &b.attn.wo_b, &b.attn.wo_a[1],
+                                 &b.experts[3].w1, &b.experts[3].w2, &b.shared.w3, &w.head})
+    EXPECT_EQ(lw->act_dtype, DType::BF16);
+  EXPECT_EQ(b.gate.act_dtype, DType::F32);
+}
+
 // The fixture's checkpoint with one tensor's header entry changed (same byte length).
 std::string error_with(const std::string& model, const std::string& tensor, const nlohmann::json& change) {
   const std::string src = "tests/data/models/" + model;

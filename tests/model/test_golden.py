@@ -2,9 +2,13 @@
 exactly and each step's logprob within 1e-3 with an f32 KV cache (the reference's precision).
 With the default bf16 KV cache the ids still match and logprobs stay within 2e-2 (measured worst:
 9.9e-3). With the opt-in bf16 activations (--activation-dtype bf16) the ids still match in every
-case; logprobs stay within 5e-2 with an f32 cache (measured worst 2.5e-2) and within 0.25 with a
+case; logprobs stay within 5e-2 with an f32 cache (measured worst 2.7e-2) and within 0.25 with a
 bf16 cache (measured worst 0.180: one step of one case, where the two roundings together move a
-near-tied expert choice; every other step is within 4e-2). Expected values come from DeepSeek's reference implementation (deepseek-ai/DeepSeek-V3
+near-tied expert choice; every other step is within 4e-2). fp8 layers take bf16 inputs too (e4m3
+weights widened to bf16 exactly, each 128-block's partial sum scaled): tiny-v3-fp8 with an f32
+cache moves one step by 0.166 (case 0, step 3, a near-tied expert choice; every other step within
+4e-2), so its bound there is 0.25 as with a bf16 cache. (DeepSeek's own fp8 kernels quantize these
+inputs to e4m3 per 128 values, far coarser than bf16.) Expected values come from DeepSeek's reference implementation (deepseek-ai/DeepSeek-V3
 inference/model.py, float32, absorbed MLA), recorded in each fixture's golden.json."""
 import json
 import os
@@ -25,6 +29,8 @@ CASES = [
                          [("f32", "f32", 1e-3), ("bf16", "f32", 2e-2), ("f32", "bf16", 5e-2), ("bf16", "bf16", 0.25)])
 @pytest.mark.parametrize("model,case_index", CASES)
 def test_generate_matches_reference(deepinfer_bin, model, case_index, kv_dtype, act_dtype, tolerance):
+    if model == "tiny-v3-fp8" and act_dtype == "bf16":
+        tolerance = 0.25
     case = json.loads((MODELS / model / "golden.json").read_text())["cases"][case_index]
     out = subprocess.run(
         [deepinfer_bin, "generate", "--model", str(MODELS / model),
@@ -48,11 +54,16 @@ def test_generate_matches_reference_v4(deepinfer_bin, tmp_path, model, kv_dtype,
     bf16 cache the ids still match and logprobs stay within 3e-2 (measured worst 1.8e-2): the bf16
     cache rounds the window K=V, the compressor's per-token inputs and the compressed entries
     alike. With bf16 activations the ids still match in every case; logprobs stay within 0.2
-    with an f32 cache (measured worst 0.108) and 0.6 with a bf16 cache (measured worst 0.471, one
-    step where the roundings move a near-tied choice of these random weights). fp8 storage is
+    with an f32 cache (measured worst 0.116) and 0.6 with a bf16 cache (measured worst 0.474, one
+    step where the roundings move a near-tied choice of these random weights). tiny-v4-fp8's fp8
+    linears take bf16 inputs too (e4m3 widened to bf16 exactly, each block's partial sum scaled):
+    with an f32 cache one step moves by 0.483 (case 3, the last step; every other step within
+    0.09), so its bound is 0.6 with either cache. fp8 storage is
     lossier (compressor state in e4m3; one case of each model takes another token) and not
     checked here. One OpenMP thread (results do not depend on the count):
     on a loaded test machine, barriers would cost far more than these tiny models' arithmetic."""
+    if model == "tiny-v4-fp8" and act_dtype == "bf16":
+        tolerance = 0.6
     cases = json.loads((MODELS / model / "golden.json").read_text())["cases"]
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text("".join(json.dumps({"prompt_ids": c["prompt_ids"]}) + "\n" for c in cases))

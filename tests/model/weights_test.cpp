@@ -56,9 +56,9 @@ TEST(DeepseekWeights, FixturesLoadWithTheirSizes) {
   EXPECT_NE((*fp8)->weights().layers[0].attn.o_proj.scale_inv, nullptr);
 }
 
-// bf16 activations go to every bf16 projection the model runs through linear/swiglu/moe, and
-// not to the embedding, the routers, kv_b_proj (absorbed into attention) or fp8 weights.
-TEST(DeepseekWeights, Bf16ActivationsMarkTheBf16Projections) {
+// bf16 activations go to every bf16 or fp8 (128-column blocks) projection the model runs through
+// linear/swiglu/moe, and not to the embedding, the routers or kv_b_proj (absorbed into attention).
+TEST(DeepseekWeights, Bf16ActivationsMarkTheBf16AndFp8Projections) {
   auto m = DeepseekModel::Load("tests/data/models/tiny-v3", ModelOptions{DType::BF16}, cpu_backend());
   ASSERT_TRUE(m.ok()) << m.status().message();
   const DeepseekWeights& w = (*m)->weights();
@@ -76,8 +76,15 @@ TEST(DeepseekWeights, Bf16ActivationsMarkTheBf16Projections) {
 
   auto fp8 = DeepseekModel::Load("tests/data/models/tiny-v3-fp8", ModelOptions{DType::BF16}, cpu_backend());
   ASSERT_TRUE(fp8.ok()) << fp8.status().message();
-  EXPECT_EQ((*fp8)->weights().layers[0].attn.o_proj.act_dtype, DType::F32);  // fp8
-  EXPECT_EQ((*fp8)->weights().layers[0].attn.kv_a_proj.act_dtype, DType::BF16);  // stored bf16
+  const DeepseekWeights& w8 = (*fp8)->weights();
+  ASSERT_EQ(w8.layers[0].attn.o_proj.dtype, DType::F8_E4M3);
+  ASSERT_EQ(w8.layers[1].moe.experts[5].up.dtype, DType::F8_E4M3);
+  for (const LinearWeight* lw : {&w8.layers[0].attn.o_proj, &w8.layers[0].attn.q_b_proj, &w8.layers[0].mlp.down,
+                                 &w8.layers[1].moe.experts[5].up, &w8.layers[1].moe.shared.gate})
+    EXPECT_EQ(lw->act_dtype, DType::BF16);
+  EXPECT_EQ(w8.layers[0].attn.kv_b_proj.act_dtype, DType::F32);
+  EXPECT_EQ(w8.layers[1].moe.router.act_dtype, DType::F32);
+  EXPECT_EQ(w8.embed.act_dtype, DType::F32);
 
   auto f32 = DeepseekModel::Load("tests/data/models/tiny-v3", ModelOptions{}, cpu_backend());
   EXPECT_EQ((*f32)->weights().lm_head.act_dtype, DType::F32);

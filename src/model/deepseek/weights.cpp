@@ -232,12 +232,12 @@ Result<std::vector<int32_t>> DeepseekWeights::rebind_experts(const Checkpoint& c
 
 void DeepseekWeights::use_bf16_activations() {
   auto set = [](LinearWeight& w) {
-    if (w.data && w.dtype == DType::BF16) w.act_dtype = DType::BF16;
+    if (w.data && admits_bf16_activations(w)) w.act_dtype = DType::BF16;
   };
   // An MLP, or all of a layer's experts, switch together (the kernels take one setting per
-  // call), and only when every one of their weights is bf16.
+  // call), and only when every one of their weights admits bf16 activations.
   auto all_bf16 = [](const MlpWeights& m) {
-    return m.gate.dtype == DType::BF16 && m.up.dtype == DType::BF16 && m.down.dtype == DType::BF16;
+    return admits_bf16_activations(m.gate) && admits_bf16_activations(m.up) && admits_bf16_activations(m.down);
   };
   auto set_mlp = [&](MlpWeights& m) {
     set(m.gate);

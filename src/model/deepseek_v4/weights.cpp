@@ -108,7 +108,7 @@ Result<std::unique_ptr<DeepseekV4Weights>> DeepseekV4Weights::Bind(const Checkpo
 
 void DeepseekV4Weights::use_bf16_activations() {
   auto set = [](LinearWeight& w) {
-    if (w.data && (w.dtype == DType::BF16 || w.dtype == DType::F4_E2M1)) w.act_dtype = DType::BF16;
+    if (w.data && admits_bf16_activations(w)) w.act_dtype = DType::BF16;
   };
   for (V4BlockWeights& B : layers) {
     V4AttentionWeights& a = B.attn;

@@ -73,7 +73,8 @@ struct DeepseekV4Weights {
                                                          const std::string& model_dir,
                                                          const ExpertPlacement* placement = nullptr);
 
-  // Sets act_dtype BF16 on every bf16 or FP4 linear weight of the main layers and the head
+  // Sets act_dtype BF16 on every linear weight that admits it (bf16, FP4, fp8 with blocks of a
+  // multiple of 32 columns: admits_bf16_activations) of the main layers and the head
   // (ModelOptions::activation_dtype): projections, compressors, indexer, experts, shared experts. Not the embedding, the routers or the f32
   // hyper-connection matrices.
   void use_bf16_activations();
