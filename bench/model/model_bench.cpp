@@ -293,7 +293,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Decode and prefill throughput of a checkpoint on the CPU backend"};
   app.add_option("--model", o.model_dir, "Hugging Face model folder")->required();
   app.add_option("--kv", o.kv, "KV cache dtype: bf16, fp8 or f32");
-  app.add_option("--activations", o.activations, "Inputs of the bf16 linear layers: f32 or bf16")
+  app.add_option("--activations", o.activations, "Inputs of the bf16, fp8 and FP4 linear layers: f32 or bf16")
       ->check(CLI::IsMember({"f32", "bf16"}));
   app.add_option("--batches", o.batches, "Concurrent sequences per decode step")->delimiter(',');
   app.add_option("--contexts", o.contexts, "Cached tokens per sequence for decode")->delimiter(',');

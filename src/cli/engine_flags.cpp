@@ -18,7 +18,7 @@ void EngineFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--kv-cache-dtype", kv_cache_dtype, "KV cache storage: bf16, fp8 (e4m3 latent) or f32")
       ->capture_default_str();
   cmd.add_option("--activation-dtype", activation_dtype,
-                 "Inputs of the bf16 linear layers (and attention queries with a bf16 cache): f32, or bf16 "
+                 "Inputs of the bf16, fp8 and FP4 linear layers (and attention queries with a bf16 cache): f32, or bf16 "
                  "(rounded; about twice the arithmetic rate on AVX-512 BF16 CPUs, accuracy in bench/RESULTS.md)")
       ->capture_default_str();
   cmd.add_option("--prefill-attention", prefill_attention,
