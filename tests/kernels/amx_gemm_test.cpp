@@ -16,8 +16,6 @@
 namespace deepinfer::test {
 namespace {
 
-constexpr int64_t kMaxRows = 300;
-
 class AmxGemm : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -29,26 +27,6 @@ std::unique_ptr<TestWeight> bf16_weight(int64_t n_out, int64_t n_in, uint32_t se
   auto w = std::make_unique<TestWeight>(DType::BF16, n_out, n_in, seed);
   w->w.act_dtype = DType::BF16;
   return w;
-}
-
-// op(r0, m, out) computes rows [r0, r0 + m) into out ([m, n_out]). Each row alone (one thread) is
-// the reference; every batch [0, m), m = 1..kMaxRows, must reproduce it bitwise, odd m on one
-// thread and even m on two.
-template <class Op>
-void expect_every_batch_size_invariant(int64_t n_out, Op op) {
-  std::vector<float> alone(size_t(kMaxRows * n_out));
-  {
-    ThreadScope t(1);
-    for (int64_t r = 0; r < kMaxRows; ++r) op(r, 1, alone.data() + r * n_out);
-  }
-  std::vector<float> batch(size_t(kMaxRows * n_out));
-  for (int64_t m = 1; m <= kMaxRows; ++m) {
-    ThreadScope t(m % 2 == 0 ? 2 : 1);
-    op(0, m, batch.data());
-    for (int64_t r = 0; r < m; ++r)
-      ASSERT_EQ(std::memcmp(batch.data() + r * n_out, alone.data() + r * n_out, size_t(n_out) * 4), 0)
-          << "m " << m << ", row " << r;
-  }
 }
 
 // (n_out, n_in): odd tails of both, 16-row tiles exactly, a weight of 5 rows, and n_in a

@@ -69,12 +69,9 @@ class Fp4Gemm : public ::testing::TestWithParam<std::tuple<cpu::Isa, DType>> {
   }
   cpu::Isa isa() const { return std::get<0>(GetParam()); }
   DType act() const { return std::get<1>(GetParam()); }
-  // Where the expanded bf16 weights take the same path: the same ISA, except that AMX runs bf16
-  // weights with bf16 activations on tiles, which round differently (bench/RESULTS.md), while FP4
-  // weights keep its AVX-512 BF16 kernels.
-  cpu::Isa expanded_isa() const {
-    return isa() >= cpu::Isa::kAmx && act() == DType::BF16 ? cpu::Isa::kAvx512Bf16 : isa();
-  }
+  // Where the expanded bf16 weights take the same path: the same ISA (on AMX with bf16
+  // activations both run on tiles, the FP4 panels widened with their scales).
+  cpu::Isa expanded_isa() const { return isa(); }
 };
 
 void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b, const char* what) {

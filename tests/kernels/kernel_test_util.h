@@ -59,6 +59,27 @@ void expect_rows_invariant(int64_t m, int64_t n_out, Op op) {
   }
 }
 
+// op(r0, m, out) computes rows [r0, r0 + m) into out ([m, n_out]). Each row alone (one thread) is
+// the reference; every batch [0, m), m = 1..kMaxRows, must reproduce it bitwise, odd m on one
+// thread and even m on two (the amx level's tests: every batch size meets every tile shape).
+inline constexpr int64_t kMaxRows = 300;
+template <class Op>
+void expect_every_batch_size_invariant(int64_t n_out, Op op) {
+  std::vector<float> alone(size_t(kMaxRows * n_out));
+  {
+    ThreadScope t(1);
+    for (int64_t r = 0; r < kMaxRows; ++r) op(r, 1, alone.data() + r * n_out);
+  }
+  std::vector<float> batch(size_t(kMaxRows * n_out));
+  for (int64_t m = 1; m <= kMaxRows; ++m) {
+    ThreadScope t(m % 2 == 0 ? 2 : 1);
+    op(0, m, batch.data());
+    for (int64_t r = 0; r < m; ++r)
+      ASSERT_EQ(std::memcmp(batch.data() + r * n_out, alone.data() + r * n_out, size_t(n_out) * 4), 0)
+          << "m " << m << ", row " << r;
+  }
+}
+
 inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist(0.0f, scale);

@@ -44,7 +44,13 @@ const uint16_t* packed_bf16_rows(const float* const* x, int64_t m, int64_t n, st
 }
 
 bool runs_packed(const LinearWeight& w) {
-  return w.dtype == DType::BF16 && w.act_dtype == DType::BF16 && kernels().linear_block_packed != nullptr;
+  if (w.act_dtype != DType::BF16 || kernels().linear_block_packed == nullptr) return false;
+  switch (w.dtype) {
+    case DType::BF16: return true;
+    case DType::F8_E4M3: return w.block_cols % 32 == 0 && w.block_rows % 16 == 0;
+    case DType::F4_E2M1: return w.scale_e8m0 != nullptr && w.n_in % 32 == 0;  // else the checks of fp4_kernels.h
+    default: return false;
+  }
 }
 
 void embed(const EmbedParams& p) {

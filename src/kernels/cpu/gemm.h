@@ -18,7 +18,9 @@ const uint16_t* const* bf16_rows(const float* const* x, int64_t m, int64_t n, Bf
 // AMX level (KernelTable::pack_bf16x): rows x[r][0, n), r < m, rounded to bf16 into buf's token
 // tiles (on the OpenMP threads); returns buf's data.
 const uint16_t* packed_bf16_rows(const float* const* x, int64_t m, int64_t n, std::vector<uint16_t>& buf);
-// Whether linear/swiglu/moe run weight `w` on the packed AMX blocks.
+// Whether linear/swiglu/moe run weight `w` on the packed AMX blocks: bf16 activations on the amx
+// level with bf16 weights, fp8 weights of block_cols a multiple of 32 and block_rows of 16, or FP4
+// weights; chosen by the weight, never by m.
 bool runs_packed(const LinearWeight& w);
 // Output columns per block on the packed blocks: the thread split's, whole pairs of 16-row tiles.
 inline int64_t packed_column_block(int64_t nb) { return (nb + 31) / 32 * 32; }

@@ -50,8 +50,9 @@ struct KernelTable {
   // Expanded attention of a sequence's rows over one chunk of its positions (see ExpandedChunk):
   // packs the chunk's keys and values, then updates every row's state (on the OpenMP threads).
   void (*mla_expanded_attend_chunk)(const ExpandedChunk& chunk);
-  // AMX level only (nullptr elsewhere): bf16 weights with bf16 activations run on tiles, every m
-  // alike (simd_amx.h). pack_bf16x rounds rows x_rows[r][0, n_in), r < m, to bf16 into
+  // AMX level only (nullptr elsewhere): bf16, fp8 (block_cols a multiple of 32, block_rows of 16)
+  // and FP4 weights with bf16 activations run on tiles, every m alike (simd_amx.h); o_begin a
+  // multiple of 16. pack_bf16x rounds rows x_rows[r][0, n_in), r < m, to bf16 into
   // amx_packed_elems(m, n_in) elements: token tiles of 16 rows, each ceil(n_in / 32) blocks
   // [16 pairs, 16 rows, 2] (pair p of row j: elements 32c + 2p, +1), zero past m and n_in; tile t
   // starts at t * amx_packed_elems(16, n_in), so tiles may be packed separately. The blocks

@@ -1,7 +1,7 @@
 // The kernel table for AMX (compiled with its own target flags; see src/kernels/CMakeLists.txt).
 // Only entered when the CPU has AMX-BF16 and the OS granted the tile state (isa.h). It is the
-// AVX-512 BF16 level's table plus the packed blocks: bf16 weights with bf16 activations run on
-// tiles at every batch size (simd_amx.h).
+// AVX-512 BF16 level's table plus the packed blocks: bf16, fp8 and FP4 weights with bf16
+// activations run on tiles at every batch size (simd_amx.h; gemm.h's runs_packed).
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/simd_amx.h"
 

@@ -1,9 +1,10 @@
-// AMX (TMUL, bf16): bf16 weights against bf16 activations on tiles, for every batch size.
-// Included only by kernels_amx.cpp, compiled for it and run only where the CPU has AMX and the
-// OS granted the tile state (isa.cpp).
+// AMX (TMUL, bf16): bf16, fp8 (e4m3, block scales) and FP4 (e2m1, UE8M0 per 32) weights against
+// bf16 activations on tiles, for every batch size. Included only by kernels_amx.cpp, compiled for
+// it and run only where the CPU has AMX and the OS granted the tile state (isa.cpp).
 //
 // Operands. Weights are the A operand: a tile is 16 weight rows x 32 columns, copied per call from
-// the stored [n_out, n_in] bf16 rows into contiguous panels (copy_panels). Activations are the B
+// the stored [n_out, n_in] rows into contiguous bf16 panels (copy_panels), exactly
+// (amx_weight_rows.h: fp8 codes to their bf16, FP4 nibbles times their scale). Activations are the B
 // operand, packed once per call by pack_bf16x into token tiles (layout in kernel_table.h): for
 // token tile t and k chunk c, row p of the 1 KiB block holds pair p (elements 32c + 2p,
 // 32c + 2p + 1) of each of the tile's 16 tokens. C = A x B is then [16 outputs, 16 tokens] in
@@ -16,6 +17,18 @@
 // Every output is one accumulator zeroed and then fed chunks 0, 1, ... in order, so its bits
 // depend only on its weight row and its activation row: never on m, the tile it lands in, the
 // block, the pass or the thread.
+//
+// fp8 weights (block_cols a multiple of 32, block_rows of 16, so that a tile's 16 rows share one
+// scale row and a chunk lies in one column block): each output's chunks of one scale block are
+// accumulated from zero on the tiles, the partial stored, and total = fma(partial, scale, total)
+// (f32, lane-wise, total from zero) in block order: the arithmetic shape of fp8_dot_rows. Against
+// the dequantized weights (code * scale, in double) with the bf16-rounded activations, the products
+// are exact and only roundings remain: TDPBF16PS's f32 additions within each scale block (each
+// product added with at most one rounding, in whatever order), one rounding of each block's scaled
+// partial and one of its addition into the total, so to first order
+// |error| <= (n_in + 2 * n_blocks) * 2^-24 * sum_i |x_i * w_i * scale_i|. FP4 weights
+// carry their scale in the panel values and take the bf16 path, bitwise the weights expanded to
+// bf16.
 #pragma once
 
 #include <immintrin.h>
@@ -25,6 +38,7 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/cpu/amx_weight_rows.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/ops.h"
 
@@ -125,24 +139,28 @@ constexpr int64_t kMaxPassTiles = 16;
 // block's rows front to back, as a memory stream; a spare line after each 1 KiB chunk spreads a
 // row's stores over the L1 sets.
 constexpr int64_t kPanelStride = kBlockElems + 32;
-// Chunks [c0, c1) of the panels (all of them by default).
-inline void copy_panels(const LinearWeight& w, int64_t o_begin, int64_t o_end, uint16_t* panels, int64_t c0 = 0,
-                        int64_t c1 = -1) {
-  const int64_t n_in = w.n_in, kc = (n_in + kChunk - 1) / kChunk;
+template <class Source>
+inline void copy_panels_from(const Source& src, int64_t n_in, int64_t o_begin, int64_t o_end, uint16_t* panels,
+                             int64_t c0, int64_t c1) {
+  const int64_t kc = (n_in + kChunk - 1) / kChunk;
   const int64_t n_rows = (o_end - o_begin + kTile - 1) / kTile * kTile;
-  const uint16_t* base = static_cast<const uint16_t*>(w.data);
-  if (c1 < 0) c1 = kc;
   for (int64_t r = 0; r < n_rows; ++r) {
     uint16_t* dst = panels + (r / kTile * kc) * kPanelStride + r % kTile * kChunk;
-    const uint16_t* row = base + (o_begin + r) * n_in;
-    for (int64_t c = c0; c < c1; ++c) {
-      const int64_t k = c * kChunk;
-      __m512i v = _mm512_setzero_si512();
-      if (o_begin + r < o_end)
-        v = k + kChunk <= n_in ? _mm512_loadu_si512(row + k)
-                               : _mm512_maskz_loadu_epi16(__mmask32((1u << (n_in - k)) - 1u), row + k);
-      _mm512_store_si512(dst + c * kPanelStride, v);
+    if (o_begin + r < o_end) {
+      src.chunks(o_begin + r, c0, c1, dst, kPanelStride);
+    } else {
+      for (int64_t c = c0; c < c1; ++c) _mm512_store_si512(dst + c * kPanelStride, _mm512_setzero_si512());
     }
+  }
+}
+// Chunks [c0, c1) of the panels (all of them by default); w is BF16, F8_E4M3 or F4_E2M1.
+inline void copy_panels(const LinearWeight& w, int64_t o_begin, int64_t o_end, uint16_t* panels, int64_t c0 = 0,
+                        int64_t c1 = -1) {
+  if (c1 < 0) c1 = (w.n_in + kChunk - 1) / kChunk;
+  switch (w.dtype) {
+    case DType::F8_E4M3: return copy_panels_from(Fp8Source(w), w.n_in, o_begin, o_end, panels, c0, c1);
+    case DType::F4_E2M1: return copy_panels_from(Fp4Source(w), w.n_in, o_begin, o_end, panels, c0, c1);
+    default: return copy_panels_from(Bf16Source(w), w.n_in, o_begin, o_end, panels, c0, c1);
   }
 }
 
@@ -182,23 +200,73 @@ struct WeightTilesAt {
   static WeightTilesAt rows(const uint16_t* t0, const uint16_t* t1, int64_t n_in) { return {{t0, t1}, kChunk, n_in * 2}; }
 };
 
+// The accumulators (+)= chunk c of weight tiles a < NA x token tiles b < NB.
+template <int NA, int NB>
+inline void chunk_step(const WeightTilesAt& wa, const uint16_t* const (&tb)[2], int64_t c) {
+  _tile_loadd(4, wa.tile[0] + c * wa.step, wa.stride);
+  if constexpr (NA > 1) _tile_loadd(5, wa.tile[1] + c * wa.step, wa.stride);
+  _tile_loadd(6, tb[0] + c * kBlockElems, 64);
+  if constexpr (NB > 1) _tile_loadd(7, tb[1] + c * kBlockElems, 64);
+  _tile_dpbf16ps(0, 4, 6);
+  if constexpr (NB > 1) _tile_dpbf16ps(1, 4, 7);
+  if constexpr (NA > 1) _tile_dpbf16ps(2, 5, 6);
+  if constexpr (NA > 1 && NB > 1) _tile_dpbf16ps(3, 5, 7);
+}
+
 // acc[b][a] (+)= chunks [c0, c1) of weight tile a x token tile b (tb[b]); from zero when c0 == 0.
 template <int NA, int NB>
 inline void k_block(const WeightTilesAt& wa, const uint16_t* const (&tb)[2], int64_t c0, int64_t c1,
                     float (*const (&acc)[2])[kTile * kTile]) {
   if (c0 == 0) acc_zero<NA, NB>();
   else acc_load<NA, NB>(acc);
-  for (int64_t c = c0; c < c1; ++c) {
-    _tile_loadd(4, wa.tile[0] + c * wa.step, wa.stride);
-    if constexpr (NA > 1) _tile_loadd(5, wa.tile[1] + c * wa.step, wa.stride);
-    _tile_loadd(6, tb[0] + c * kBlockElems, 64);
-    if constexpr (NB > 1) _tile_loadd(7, tb[1] + c * kBlockElems, 64);
-    _tile_dpbf16ps(0, 4, 6);
-    if constexpr (NB > 1) _tile_dpbf16ps(1, 4, 7);
-    if constexpr (NA > 1) _tile_dpbf16ps(2, 5, 6);
-    if constexpr (NA > 1 && NB > 1) _tile_dpbf16ps(3, 5, 7);
-  }
+  for (int64_t c = c0; c < c1; ++c) chunk_step<NA, NB>(wa, tb, c);
   acc_store<NA, NB>(acc);
+}
+
+// fp8 weights: the scales of weight tile a's row block (one per column block) and the chunks per
+// column block (block_cols / 32).
+struct BlockScales {
+  const float* row[2];
+  int64_t bc;
+};
+
+// tot[b][a] = fma(part[b][a], scale of tile a's block blk, tot[b][a]) lane-wise, tot from zero at
+// blk 0.
+template <int NA, int NB>
+inline void scale_into(float (*const (&part)[2])[kTile * kTile], float (*const (&tot)[2])[kTile * kTile],
+                       const BlockScales& bs, int64_t blk) {
+  for (int a = 0; a < NA; ++a) {
+    const __m512 s = _mm512_set1_ps(bs.row[a][blk]);
+    for (int b = 0; b < NB; ++b) {
+      const float* p = part[b][a];
+      float* t = tot[b][a];
+      for (int i = 0; i < kTile * kTile; i += 16) {
+        const __m512 prev = blk == 0 ? _mm512_setzero_ps() : _mm512_load_ps(t + i);
+        _mm512_store_ps(t + i, _mm512_fmadd_ps(_mm512_load_ps(p + i), s, prev));
+      }
+    }
+  }
+}
+
+// As k_block for fp8 weights (kc chunks in all): each scale block's chunks accumulate from zero,
+// and at the block's end (or at kc) the partial goes into tot (scale_into); part holds a block's
+// partial across K blocks.
+template <int NA, int NB>
+inline void k_block_scaled(const WeightTilesAt& wa, const uint16_t* const (&tb)[2], int64_t c0, int64_t c1, int64_t kc,
+                           const BlockScales& bs, float (*const (&part)[2])[kTile * kTile],
+                           float (*const (&tot)[2])[kTile * kTile]) {
+  if (c0 % bs.bc == 0) acc_zero<NA, NB>();
+  else acc_load<NA, NB>(part);
+  for (int64_t c = c0; c < c1; ++c) {
+    chunk_step<NA, NB>(wa, tb, c);
+    if ((c + 1) % bs.bc == 0 || c + 1 == kc) {
+      acc_store<NA, NB>(part);
+      scale_into<NA, NB>(part, tot, bs, c / bs.bc);
+      if (c + 1 < c1) acc_zero<NA, NB>();
+    } else if (c + 1 == c1) {
+      acc_store<NA, NB>(part);
+    }
+  }
 }
 
 // The next group's panel copies (up to two weights), run a K block's share at a time while this
@@ -214,20 +282,30 @@ struct NextCopy {
   }
 };
 
-// Token tiles [tt0, tt1) against weight tiles a < NA, all kc chunks: acc[t - tt0][a].
+// Token tiles [tt0, tt1) against weight tiles a < NA, all kc chunks: acc[t - tt0][a], or for
+// fp8 weights (bs) the scaled totals in tot[t - tt0][a] (acc then holds partials).
 template <int NA>
 inline void group_pass(const WeightTilesAt& wa, int64_t kc, const uint16_t* packed, int64_t tt0, int64_t tt1,
-                       const NextCopy& next, float (*acc)[2][kTile * kTile]) {
+                       const NextCopy& next, const BlockScales* bs, float (*acc)[2][kTile * kTile],
+                       float (*tot)[2][kTile * kTile]) {
   const int64_t tile_elems = kc * kBlockElems;
   for (int64_t c0 = 0; c0 < kc; c0 += kKBlock) {
     const int64_t c1 = std::min(kc, c0 + kKBlock);
     next.run(c0, c1);
     for (int64_t tt = tt0; tt < tt1; tt += 2) {
       const bool two = tt + 1 < tt1;
+      const int64_t t2 = tt - tt0 + (two ? 1 : 0);
       const uint16_t* tb[2] = {packed + tt * tile_elems, packed + (two ? tt + 1 : tt) * tile_elems};
-      float (*const a[2])[kTile * kTile] = {acc[tt - tt0], acc[tt - tt0 + (two ? 1 : 0)]};
-      if (two) k_block<NA, 2>(wa, tb, c0, c1, a);
-      else k_block<NA, 1>(wa, tb, c0, c1, a);
+      float (*const a[2])[kTile * kTile] = {acc[tt - tt0], acc[t2]};
+      if (bs) {
+        float (*const t[2])[kTile * kTile] = {tot[tt - tt0], tot[t2]};
+        if (two) k_block_scaled<NA, 2>(wa, tb, c0, c1, kc, *bs, a, t);
+        else k_block_scaled<NA, 1>(wa, tb, c0, c1, kc, *bs, a, t);
+      } else if (two) {
+        k_block<NA, 2>(wa, tb, c0, c1, a);
+      } else {
+        k_block<NA, 1>(wa, tb, c0, c1, a);
+      }
     }
   }
 }
@@ -279,9 +357,29 @@ inline void silu_mul(float* gate, const float* up) {
   }
 }
 
-// Whether a block streams its weights straight into the tiles (one token tile, whole chunks)
+// Whether a block streams its weights straight into the tiles (bf16, one token tile, whole chunks)
 // rather than through panels.
-inline bool streams_weights(int64_t m, int64_t n_in) { return m <= kTile && n_in % kChunk == 0; }
+inline bool streams_weights(int64_t m, const LinearWeight& w) {
+  return w.dtype == DType::BF16 && m <= kTile && w.n_in % kChunk == 0;
+}
+
+// Weight tiles whose panels a block holds at once: all of them when several passes reuse them, else
+// a ring (the group being computed and the next, copied alongside), which keeps a one-pass block's
+// panels in L2 however many outputs it has.
+inline int64_t panel_slots(bool one_pass, int64_t n_tiles, int64_t ring) {
+  return one_pass ? std::min(n_tiles, ring) : n_tiles;
+}
+
+// fp8 weights (else nullptr): weight tiles at outputs o and o + 16 * (NA - 1) (multiples of 16).
+inline const BlockScales* fp8_scales(const LinearWeight& w0, const LinearWeight& w1, int64_t o0, int64_t o1,
+                                     BlockScales& bs) {
+  if (w0.dtype != DType::F8_E4M3) return nullptr;
+  const auto row = [](const LinearWeight& w, int64_t o) {
+    return w.scale_inv + o / w.block_rows * ((w.n_in + w.block_cols - 1) / w.block_cols);
+  };
+  bs = {{row(w0, o0), row(w1, o1)}, w0.block_cols / kChunk};
+  return &bs;
+}
 
 // linear_block_packed (kernel_table.h): the block's weights copied into panels (or streamed),
 // then per pass of token tiles, output tiles in pairs.
@@ -290,26 +388,30 @@ inline void linear_block_packed(const uint16_t* packed, int64_t m, const LinearW
   const int64_t kc = (w.n_in + kChunk - 1) / kChunk, tile_elems = kc * kBlockElems;
   const int64_t n_tiles = (o_end - o_begin + kTile - 1) / kTile, n_tt = (m + kTile - 1) / kTile;
   const int64_t panel_elems = kc * kPanelStride;
-  const bool stream = streams_weights(m, w.n_in);
-  uint16_t* panels = panel_buffer((stream ? 2 : n_tiles) * panel_elems);
-  const uint16_t* base = static_cast<const uint16_t*>(w.data);
+  const bool stream = streams_weights(m, w);
   const int64_t per_pass = pass_tiles(tile_elems);
+  const bool one_pass = n_tt <= per_pass;
+  const int64_t n_slots = panel_slots(one_pass, n_tiles, 4);
+  uint16_t* panels = panel_buffer(n_slots * panel_elems);
+  const auto panel = [&](int64_t i) { return panels + i % n_slots * panel_elems; };  // weight tile i's
+  const uint16_t* base = static_cast<const uint16_t*>(w.data);
   alignas(64) float acc[kMaxPassTiles][2][kTile * kTile];
+  alignas(64) float tot[kMaxPassTiles][2][kTile * kTile];  // fp8 only
   TileScope tiles;
   for (int64_t tt0 = 0; tt0 < n_tt; tt0 += per_pass) {
     const int64_t tt1 = std::min(n_tt, tt0 + per_pass);
     for (int64_t i = 0; i < n_tiles; i += 2) {
       const int na = i + 1 < n_tiles ? 2 : 1;
       const int64_t o0 = o_begin + i * kTile;
-      WeightTilesAt wa = WeightTilesAt::panels(panels + i * panel_elems, panels + (i + na - 1) * panel_elems);
+      WeightTilesAt wa = WeightTilesAt::panels(panel(i), panel(i + na - 1));
       NextCopy next;
       if (!stream && tt0 == 0) {  // the first pass copies the panels: the first group's now, each next one alongside
-        if (i == 0) copy_panels(w, o0, std::min(o_end, o0 + na * kTile), panels);
+        if (i == 0) copy_panels(w, o0, std::min(o_end, o0 + na * kTile), panel(0));
         if (i + 2 < n_tiles) {
           next.w[0] = &w;
           next.o_begin = o0 + 2 * kTile;
           next.o_end = std::min(o_end, next.o_begin + 2 * kTile);
-          next.panels[0] = panels + (i + 2) * panel_elems;
+          next.panels[0] = panel(i + 2);
         }
       }
       if (stream && o0 + na * kTile <= w.n_out) {
@@ -318,12 +420,15 @@ inline void linear_block_packed(const uint16_t* packed, int64_t m, const LinearW
         copy_panels(w, o0, std::min(o_end, o0 + na * kTile), panels);
         wa = WeightTilesAt::panels(panels, panels + (na - 1) * panel_elems);
       }
-      if (na == 2) group_pass<2>(wa, kc, packed, tt0, tt1, next, acc);
-      else group_pass<1>(wa, kc, packed, tt0, tt1, next, acc);
+      BlockScales bs_storage;
+      const BlockScales* bs = fp8_scales(w, w, o0, o0 + (na - 1) * kTile, bs_storage);
+      if (na == 2) group_pass<2>(wa, kc, packed, tt0, tt1, next, bs, acc, tot);
+      else group_pass<1>(wa, kc, packed, tt0, tt1, next, bs, acc, tot);
+      float (*const out)[2][kTile * kTile] = bs ? tot : acc;
       for (int64_t tt = tt0; tt < tt1; ++tt)
         for (int a = 0; a < na; ++a) {
           const int64_t t = tt * kTile, o = o0 + a * kTile;
-          store_transposed(acc[tt - tt0][a], int(std::min<int64_t>(kTile, m - t)), int(std::min<int64_t>(kTile, o_end - o)),
+          store_transposed(out[tt - tt0][a], int(std::min<int64_t>(kTile, m - t)), int(std::min<int64_t>(kTile, o_end - o)),
                            y + t * ldy + (o - o_begin), ldy);
         }
     }
@@ -336,19 +441,21 @@ inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearW
   const int64_t kc = (gate.n_in + kChunk - 1) / kChunk, tile_elems = kc * kBlockElems;
   const int64_t n_tiles = (o_end - o_begin + kTile - 1) / kTile, n_tt = (m + kTile - 1) / kTile;
   const int64_t panel_elems = kc * kPanelStride;
-  const bool stream = streams_weights(m, gate.n_in);
-  const int64_t n_panels = stream ? 1 : n_tiles;
-  uint16_t* gate_panels = panel_buffer(2 * n_panels * panel_elems);
-  uint16_t* up_panels = gate_panels + n_panels * panel_elems;
-  const uint16_t *g_base = static_cast<const uint16_t*>(gate.data), *u_base = static_cast<const uint16_t*>(up.data);
+  const bool stream = streams_weights(m, gate);
   const int64_t per_pass = pass_tiles(tile_elems);
+  const int64_t n_slots = panel_slots(n_tt <= per_pass, n_tiles, 2);
+  uint16_t* gate_panels = panel_buffer(2 * n_slots * panel_elems);
+  uint16_t* up_panels = gate_panels + n_slots * panel_elems;
+  const auto slot = [&](int64_t i) { return i % n_slots * panel_elems; };  // of output tile i's panels
+  const uint16_t *g_base = static_cast<const uint16_t*>(gate.data), *u_base = static_cast<const uint16_t*>(up.data);
   alignas(64) float acc[kMaxPassTiles][2][kTile * kTile];
+  alignas(64) float tot[kMaxPassTiles][2][kTile * kTile];  // fp8 only
   TileScope tiles;
   for (int64_t tt0 = 0; tt0 < n_tt; tt0 += per_pass) {
     const int64_t tt1 = std::min(n_tt, tt0 + per_pass);
     for (int64_t i = 0; i < n_tiles; ++i) {
       const int64_t o = o_begin + i * kTile;
-      WeightTilesAt wa = WeightTilesAt::panels(gate_panels + i * panel_elems, up_panels + i * panel_elems);
+      WeightTilesAt wa = WeightTilesAt::panels(gate_panels + slot(i), up_panels + slot(i));
       NextCopy next;
       if (!stream && tt0 == 0) {  // the first pass copies the panels: the first tile's now, each next one alongside
         if (i == 0) {
@@ -360,8 +467,8 @@ inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearW
           next.w[1] = &up;
           next.o_begin = o + kTile;
           next.o_end = std::min(o_end, next.o_begin + kTile);
-          next.panels[0] = gate_panels + (i + 1) * panel_elems;
-          next.panels[1] = up_panels + (i + 1) * panel_elems;
+          next.panels[0] = gate_panels + slot(i + 1);
+          next.panels[1] = up_panels + slot(i + 1);
         }
       }
       if (stream && o + kTile <= gate.n_out) {
@@ -371,11 +478,14 @@ inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearW
         copy_panels(up, o, std::min(o_end, o + kTile), up_panels);
         wa = WeightTilesAt::panels(gate_panels, up_panels);
       }
-      group_pass<2>(wa, kc, packed, tt0, tt1, next, acc);
+      BlockScales bs_storage;
+      const BlockScales* bs = fp8_scales(gate, up, o, o, bs_storage);
+      group_pass<2>(wa, kc, packed, tt0, tt1, next, bs, acc, tot);
+      float (*const out)[2][kTile * kTile] = bs ? tot : acc;
       for (int64_t tt = tt0; tt < tt1; ++tt) {
         const int64_t t = tt * kTile;
-        silu_mul(acc[tt - tt0][0], acc[tt - tt0][1]);
-        store_transposed(acc[tt - tt0][0], int(std::min<int64_t>(kTile, m - t)), int(std::min<int64_t>(kTile, o_end - o)),
+        silu_mul(out[tt - tt0][0], out[tt - tt0][1]);
+        store_transposed(out[tt - tt0][0], int(std::min<int64_t>(kTile, m - t)), int(std::min<int64_t>(kTile, o_end - o)),
                          y + t * ldy + (o - o_begin), ldy);
       }
     }

@@ -163,7 +163,7 @@ struct Avx512Bf16 : Avx512 {
     }
   }
 
- private:
+  // The e4m3 -> bf16 conversion, also used by the amx level's weight panels (simd_amx.h).
   // How far ahead of the conversion each fp8 weight stream is prefetched: the byte permutes
   // leave too few loads in flight for the hardware prefetcher alone (one core streamed
   // 10 GB/s without, 14 GB/s with, as fast as bf16 weights).
@@ -188,6 +188,7 @@ struct Avx512Bf16 : Avx512 {
     w1 = _mm512_permutex2var_epi8(lo, t.il1, hi);
   }
 
+ private:
   // Activations [k, k + 32) of a row of k_len, the part past k_len as 0.
   static __m512bh act_step(const uint16_t* row, int64_t k, int64_t k_len) {
     return k + kPairs <= k_len ? load_bh(row + k) : load_bh_n(row + k, __mmask32((uint64_t(1) << (k_len - k)) - 1));

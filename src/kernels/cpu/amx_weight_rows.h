@@ -1,0 +1,74 @@
+// The amx level's weight sources: rows of a stored weight as bf16, 32 columns (one tile chunk) at a
+// time, for the weight panels of simd_amx.h. Every conversion is exact, so the tiles multiply the
+// stored weights' values (fp8: before their block scales):
+//  - BF16: copied as stored;
+//  - F8_E4M3: every code but NaN to its bf16 through Avx512Bf16's two byte lookups
+//    (fp8x64_to_bf16, subnormals and signed zeros included; e4m3's exponents and 3 mantissa bits
+//    lie inside bf16); the block scales are applied by the tile loop, per block partial sum;
+//  - F4_E2M1: each nibble times its UE8M0 scale (E2M1 * 2^(e - 127) is a bf16 value) through
+//    Fp4Widen<Avx512Bf16>::block_bf16, so FP4 weights on tiles are exactly the weights expanded
+//    to bf16 on tiles.
+// Included only by simd_amx.h (kernels_amx.cpp, compiled for AMX with AVX-512 BF16 and VBMI).
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/cpu/fp4_widen_avx512_bf16.h"
+#include "kernels/cpu/simd_avx512_bf16.h"
+#include "kernels/ops.h"
+
+namespace deepinfer::cpu::amx {
+
+// Each source writes chunks [c0, c1) of weight row `row` (< n_out) as bf16, chunk c (columns
+// [32c, 32c + 32)) at dst + c * stride, zero past n_in.
+
+struct Bf16Source {
+  const LinearWeight& w;
+  explicit Bf16Source(const LinearWeight& weight) : w(weight) {}
+  void chunks(int64_t row, int64_t c0, int64_t c1, uint16_t* dst, int64_t stride) const {
+    const uint16_t* p = static_cast<const uint16_t*>(w.data) + row * w.n_in;
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t k = c * 32;
+      const __m512i v = k + 32 <= w.n_in ? _mm512_loadu_si512(p + k)
+                                         : _mm512_maskz_loadu_epi16(__mmask32((1u << (w.n_in - k)) - 1u), p + k);
+      _mm512_store_si512(dst + c * stride, v);
+    }
+  }
+};
+
+struct Fp8Source {
+  const LinearWeight& w;
+  const Avx512Bf16::Fp8Lut lut;
+  explicit Fp8Source(const LinearWeight& weight) : w(weight) {}
+  // Two chunks per conversion of 64 codes; each weight stream prefetched ahead, as fp8_dot_rows.
+  void chunks(int64_t row, int64_t c0, int64_t c1, uint16_t* dst, int64_t stride) const {
+    const uint8_t* p = static_cast<const uint8_t*>(w.data) + row * w.n_in;
+    for (int64_t c = c0; c < c1; c += 2) {
+      const int64_t k = c * 32;
+      const int n = int(std::min<int64_t>(c + 1 < c1 ? 64 : 32, w.n_in - k));
+      _mm_prefetch(reinterpret_cast<const char*>(p + k + Avx512Bf16::kFp8Prefetch), _MM_HINT_T0);
+      __m512i w0, w1;
+      Avx512Bf16::fp8x64_to_bf16(lut, p + k, n, w0, w1);
+      _mm512_store_si512(dst + c * stride, w0);
+      if (c + 1 < c1) _mm512_store_si512(dst + (c + 1) * stride, w1);
+    }
+  }
+};
+
+struct Fp4Source {  // n_in a multiple of 32: one scale byte per chunk
+  const LinearWeight& w;
+  explicit Fp4Source(const LinearWeight& weight) : w(weight) {}
+  void chunks(int64_t row, int64_t c0, int64_t c1, uint16_t* dst, int64_t stride) const {
+    const uint8_t* p = static_cast<const uint8_t*>(w.data) + row * (w.n_in / 2);
+    const uint8_t* s = w.scale_e8m0 + row * (w.n_in / 32);
+    for (int64_t c = c0; c < c1; ++c) {
+      if (c % 4 == 0) _mm_prefetch(reinterpret_cast<const char*>(p + c * 16 + 512), _MM_HINT_T0);
+      _mm512_store_si512(dst + c * stride, Fp4Widen<Avx512Bf16>::block_bf16(p + c * 16, s[c]));
+    }
+  }
+};
+
+}  // namespace deepinfer::cpu::amx

@@ -1,0 +1,232 @@
+// The amx level's fp8 (e4m3, block scales) and FP4 (e2m1, UE8M0 per 32) weights with bf16
+// activations on tiles (simd_amx.h, amx_weight_rows.h):
+//  - fp8: against a double reference of the dequantized weights (code * scale) on the
+//    bf16-rounded inputs within simd_amx.h's stated bound, for scale blocks 128 x 128, 32 x 32 and
+//    16 x 64, n_in not a multiple of 32 or of the block, n_out not a multiple of 16;
+//  - FP4: bitwise the same weights expanded to bf16 on the same level;
+//  - both: every batch size 1..300 gives each row the bits it gets alone, on one and two threads
+//    (linear, SwiGLU, MoE).
+// Skipped where the CPU or OS offers no AMX.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "kernel_test_util.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/moe.h"
+
+namespace deepinfer::test {
+namespace {
+
+class AmxBlockScaled : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cpu::best_supported_isa() < cpu::Isa::kAmx) GTEST_SKIP() << "no AMX on this CPU (or not granted by the OS)";
+  }
+  IsaScope scope{cpu::best_supported_isa() >= cpu::Isa::kAmx ? cpu::Isa::kAmx : cpu::active_isa()};
+};
+
+// An fp8 weight with [block_rows, block_cols] scale blocks and bf16 activations.
+std::unique_ptr<TestWeight> fp8_weight(int64_t n_out, int64_t n_in, int block_rows, int block_cols, uint32_t seed) {
+  auto tw = std::make_unique<TestWeight>(DType::F8_E4M3, n_out, n_in, seed, block_cols);
+  tw->w.block_rows = block_rows;
+  const int64_t sr = (n_out + block_rows - 1) / block_rows, sc = (n_in + block_cols - 1) / block_cols;
+  tw->scales = random_floats(size_t(sr * sc), seed + 3, 1e-2f);
+  for (float& s : tw->scales) s = std::fabs(s) + 1e-3f;
+  tw->w.scale_inv = tw->scales.data();
+  tw->w.act_dtype = DType::BF16;
+  return tw;
+}
+
+// W[o, i] = code * scale in double (exact), and simd_amx.h's bound on |y - x . W|:
+// (n_in + 2 * n_blocks) * 2^-24 * sum |x_i W[o, i]| (plus f32's smallest normal, for sums near 0).
+struct Fp8Reference {
+  double value = 0, bound = 0;
+};
+Fp8Reference fp8_reference(const LinearWeight& w, const std::vector<float>& x, int64_t o) {
+  const uint8_t* row = static_cast<const uint8_t*>(w.data) + o * w.n_in;
+  const int64_t n_cb = (w.n_in + w.block_cols - 1) / w.block_cols;
+  double sum = 0, mag = 0;
+  for (int64_t i = 0; i < w.n_in; ++i) {
+    const double p = double(x[size_t(i)]) * double(fp8_e4m3_to_f32(row[i])) *
+                     double(w.scale_inv[o / w.block_rows * n_cb + i / w.block_cols]);
+    sum += p;
+    mag += std::fabs(p);
+  }
+  return {sum, double(w.n_in + 2 * n_cb) * std::ldexp(1.0, -24) * mag + 1e-37};
+}
+
+// (n_out, n_in, block_rows, block_cols): tails of 12 and 16 columns past the last chunk and block,
+// outputs not a multiple of 16, several K blocks (1040 = 32.5 chunks), one weight of 5 rows.
+struct Fp8Shape {
+  int64_t n_out, n_in;
+  int block_rows, block_cols;
+};
+const Fp8Shape kFp8Shapes[] = {{37, 300, 128, 128}, {130, 1040, 32, 32}, {50, 272, 16, 64}, {5, 64, 16, 32}};
+
+TEST_F(AmxBlockScaled, Fp8LinearMatchesReferenceForEveryBatchSize) {
+  for (const Fp8Shape& s : kFp8Shapes) {
+    SCOPED_TRACE(std::to_string(s.n_out) + " x " + std::to_string(s.n_in) + ", blocks " + std::to_string(s.block_rows) +
+                 " x " + std::to_string(s.block_cols));
+    const auto tw = fp8_weight(s.n_out, s.n_in, s.block_rows, s.block_cols, 7);
+    const int64_t ldx = s.n_in + 5;
+    const std::vector<float> x = random_floats(size_t(kMaxRows * ldx), 11);
+    std::vector<float> y(size_t(kMaxRows * s.n_out));
+    cpu::linear({x.data(), ldx, kMaxRows, &tw->w, y.data(), s.n_out});
+    for (int64_t r = 0; r < kMaxRows; r += 13) {
+      const std::vector<float> xr = bf16_rounded(x.data() + r * ldx, size_t(s.n_in));
+      for (int64_t o = 0; o < s.n_out; ++o) {
+        const Fp8Reference want = fp8_reference(tw->w, xr, o);
+        const float got = y[size_t(r * s.n_out + o)];
+        ASSERT_LE(std::fabs(double(got) - want.value), want.bound) << "r " << r << " o " << o << ": " << got << " vs " << want.value;
+      }
+    }
+    expect_every_batch_size_invariant(s.n_out, [&](int64_t r0, int64_t m, float* out) {
+      cpu::linear({x.data() + r0 * ldx, ldx, m, &tw->w, out, s.n_out});
+    });
+  }
+}
+
+TEST_F(AmxBlockScaled, Fp8SwigluMatchesReferenceForEveryBatchSize) {
+  for (const Fp8Shape& s : {Fp8Shape{45, 300, 128, 128}, Fp8Shape{20, 544, 32, 32}}) {
+    SCOPED_TRACE(std::to_string(s.n_out) + " x " + std::to_string(s.n_in));
+    const auto gate = fp8_weight(s.n_out, s.n_in, s.block_rows, s.block_cols, 3);
+    const auto up = fp8_weight(s.n_out, s.n_in, s.block_rows, s.block_cols, 4);
+    const std::vector<float> x = random_floats(size_t(kMaxRows * s.n_in), 5);
+    std::vector<float> y(size_t(kMaxRows * s.n_out));
+    cpu::swiglu({x.data(), s.n_in, kMaxRows, &gate->w, &up->w, y.data(), s.n_out});
+    for (int64_t r = 0; r < kMaxRows; r += 17) {
+      const std::vector<float> xr = bf16_rounded(x.data() + r * s.n_in, size_t(s.n_in));
+      for (int64_t o = 0; o < s.n_out; ++o) {
+        const Fp8Reference g = fp8_reference(gate->w, xr, o), u = fp8_reference(up->w, xr, o);
+        const double want = g.value / (1.0 + std::exp(-g.value)) * u.value;
+        // silu(g) * u with g and u each within their bound (|silu'| <= 1.1), plus the epilogue's
+        // few roundings.
+        const double bound = 1.1 * g.bound * (std::fabs(u.value) + u.bound) + std::fabs(g.value) * u.bound +
+                             1e-5 * std::fabs(want) + 1e-30;
+        ASSERT_LE(std::fabs(double(y[size_t(r * s.n_out + o)]) - want), bound) << "r " << r << " o " << o;
+      }
+    }
+    expect_every_batch_size_invariant(s.n_out, [&](int64_t r0, int64_t m, float* out) {
+      cpu::swiglu({x.data() + r0 * s.n_in, s.n_in, m, &gate->w, &up->w, out, s.n_out});
+    });
+  }
+}
+
+// A packed FP4 weight (random nibbles, scale bytes 118..126) and its exact bf16 expansion, both
+// with bf16 activations.
+struct Fp4Pair {
+  LinearWeight fp4, bf16;
+  std::vector<uint8_t> packed, scales;
+  std::vector<uint16_t> expanded;
+  Fp4Pair(int64_t n_out, int64_t n_in, uint32_t seed)
+      : packed(size_t(n_out * n_in / 2)), scales(size_t(n_out * n_in / 32)), expanded(size_t(n_out * n_in)) {
+    std::mt19937 rng(seed);
+    for (uint8_t& b : packed) b = uint8_t(rng());
+    for (uint8_t& e : scales) e = uint8_t(118 + rng() % 9);
+    for (int64_t i = 0; i < n_out; ++i)
+      for (int64_t j = 0; j < n_in; ++j)
+        expanded[size_t(i * n_in + j)] =
+            f32_to_bf16(fp4_e2m1_at(packed.data() + i * n_in / 2, j) * ue8m0_to_f32(scales[size_t((i * n_in + j) / 32)]));
+    fp4 = {DType::F4_E2M1, packed.data(), n_out, n_in};
+    fp4.scale_e8m0 = scales.data();
+    bf16 = {DType::BF16, expanded.data(), n_out, n_in};
+    fp4.act_dtype = bf16.act_dtype = DType::BF16;
+  }
+  Fp4Pair(const Fp4Pair&) = delete;
+};
+
+void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(std::memcmp(&a[i], &b[i], 4), 0) << "element " << i << ": " << a[i] << " vs " << b[i];
+}
+
+TEST_F(AmxBlockScaled, Fp4LinearIsTheBf16ExpansionForEveryBatchSize) {
+  for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{37, 288}, {130, 1056}, {5, 32}}) {
+    SCOPED_TRACE(std::to_string(n_out) + " x " + std::to_string(n_in));
+    const Fp4Pair w(n_out, n_in, 7);
+    const int64_t ldx = n_in + 3;
+    const std::vector<float> x = random_floats(size_t(kMaxRows * ldx), 11);
+    for (int64_t m : {int64_t(1), int64_t(16), int64_t(17), kMaxRows}) {
+      std::vector<float> y(size_t(m * n_out)), y_bf16(size_t(m * n_out));
+      cpu::linear({x.data(), ldx, m, &w.fp4, y.data(), n_out});
+      cpu::linear({x.data(), ldx, m, &w.bf16, y_bf16.data(), n_out});
+      expect_same_bits(y, y_bf16);
+    }
+    expect_every_batch_size_invariant(n_out, [&](int64_t r0, int64_t m, float* out) {
+      cpu::linear({x.data() + r0 * ldx, ldx, m, &w.fp4, out, n_out});
+    });
+  }
+}
+
+TEST_F(AmxBlockScaled, Fp4SwigluIsTheBf16ExpansionForEveryBatchSize) {
+  const int64_t inter = 45, n_in = 320;
+  const Fp4Pair gate(inter, n_in, 3), up(inter, n_in, 4);
+  const std::vector<float> x = random_floats(size_t(kMaxRows * n_in), 9);
+  for (int64_t m : {int64_t(1), int64_t(16), kMaxRows}) {
+    std::vector<float> y(size_t(m * inter)), y_bf16(size_t(m * inter));
+    cpu::swiglu({x.data(), n_in, m, &gate.fp4, &up.fp4, y.data(), inter});
+    cpu::swiglu({x.data(), n_in, m, &gate.bf16, &up.bf16, y_bf16.data(), inter});
+    expect_same_bits(y, y_bf16);
+  }
+  expect_every_batch_size_invariant(inter, [&](int64_t r0, int64_t m, float* out) {
+    cpu::swiglu({x.data() + r0 * n_in, n_in, m, &gate.fp4, &up.fp4, out, inter});
+  });
+}
+
+// MoE with fp8 experts (128 x 128 blocks, down projections of 48 inputs: a short chunk) and with
+// FP4 experts (64), each with a shared expert of twice the width: groups from one row to several
+// token tiles, each row's output the one it gets alone.
+TEST_F(AmxBlockScaled, MoeIsInvariantForEveryBatchSize) {
+  const int64_t d = 96;
+  const int E = 4, k = 2;
+  std::vector<int32_t> ids(size_t(kMaxRows * k));
+  std::vector<float> wts(size_t(kMaxRows * k));
+  for (int64_t r = 0; r < kMaxRows; ++r) {
+    ids[size_t(r * k)] = int32_t(r % E);
+    ids[size_t(r * k + 1)] = int32_t((r % E + 1 + (r / E) % (E - 1)) % E);  // another expert
+    wts[size_t(r * k)] = 0.25f + 0.01f * float(r % 5);
+    wts[size_t(r * k + 1)] = 0.5f;
+  }
+  const std::vector<float> x = random_floats(size_t(kMaxRows * d), 9);
+  const auto expect_invariant = [&](const std::vector<MlpWeightRefs>& experts) {
+    expect_every_batch_size_invariant(d, [&](int64_t r0, int64_t m, float* out) {
+      cpu::moe({x.data() + r0 * d, d, m, experts.data(), E, k, ids.data() + r0 * k, wts.data() + r0 * k, &experts[E], out, d});
+    });
+  };
+  {
+    SCOPED_TRACE("fp8");
+    const int64_t inter = 48;
+    std::vector<std::unique_ptr<TestWeight>> ws;
+    std::vector<MlpWeightRefs> experts;
+    for (int e = 0; e <= E; ++e) {  // the last is the shared expert
+      const int64_t width = e == E ? 2 * inter : inter;
+      ws.push_back(fp8_weight(width, d, 128, 128, 100 + 7 * uint32_t(e)));
+      ws.push_back(fp8_weight(width, d, 128, 128, 101 + 7 * uint32_t(e)));
+      ws.push_back(fp8_weight(d, width, 128, 128, 102 + 7 * uint32_t(e)));
+      experts.push_back({&ws[ws.size() - 3]->w, &ws[ws.size() - 2]->w, &ws[ws.size() - 1]->w});
+    }
+    expect_invariant(experts);
+  }
+  {
+    SCOPED_TRACE("FP4");
+    const int64_t inter = 64;
+    std::vector<std::unique_ptr<Fp4Pair>> ws;
+    std::vector<MlpWeightRefs> experts;
+    for (int e = 0; e <= E; ++e) {
+      const int64_t width = e == E ? 2 * inter : inter;
+      ws.push_back(std::make_unique<Fp4Pair>(width, d, 200 + 7 * uint32_t(e)));
+      ws.push_back(std::make_unique<Fp4Pair>(width, d, 201 + 7 * uint32_t(e)));
+      ws.push_back(std::make_unique<Fp4Pair>(d, width, 202 + 7 * uint32_t(e)));
+      experts.push_back({&ws[ws.size() - 3]->fp4, &ws[ws.size() - 2]->fp4, &ws[ws.size() - 1]->fp4});
+    }
+    expect_invariant(experts);
+  }
+}
+
+}  // namespace
+}  // namespace deepinfer::test
