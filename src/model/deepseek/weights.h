@@ -93,7 +93,7 @@ struct DeepseekWeights {
   Result<std::vector<int32_t>> rebind_experts(const Checkpoint& ckpt, const ModelConfig& c, const std::string& model_dir,
                                               int layer, std::span<const int32_t> held, std::vector<MlpWeights>& dropped);
 
-  // Sets act_dtype BF16 on every linear weight that admits it (bf16, and fp8 with blocks of a
+  // Sets act_dtype BF16 on every linear weight that admits it (bf16, FP4, and fp8 with blocks of a
   // multiple of 32 columns: admits_bf16_activations) and that the model multiplies through
   // linear, swiglu or moe (ModelOptions::activation_dtype): all but the embedding, the routers
   // and kv_b_proj (absorbed into attention).
