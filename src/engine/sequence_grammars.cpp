@@ -10,7 +10,7 @@ namespace deepinfer {
 void SequenceGrammars::add(int64_t seq_id, const std::shared_ptr<const GrammarConstraint>& constraint) {
   if (!constraint) return;
   Entry e{constraint, grammar::GrammarMatcher(constraint->masks), constraint->start_after_token < 0,
-          budget_.burst_seconds};
+          budget_.burst_seconds, {}, -1};
   DI_CHECK(entries_.emplace(seq_id, std::move(e)).second);
 }
 
@@ -31,7 +31,7 @@ void SequenceGrammars::prefetch_masks(std::span<const int64_t> seq_ids) {
     if (it != entries_.end() && it->second.active && it->second.constraint->overlap_masks) todo.push_back(&it->second);
   }
   if (todo.empty()) return;
-  prefetch_ = std::async(std::launch::async, [todo = std::move(todo)] {
+  prefetch_.start([todo = std::move(todo)] {
     for (Entry* e : todo) {
       const auto t0 = std::chrono::steady_clock::now();
       e->next_mask.resize(e->matcher.vocabulary().bitmask_words());
@@ -42,7 +42,7 @@ void SequenceGrammars::prefetch_masks(std::span<const int64_t> seq_ids) {
 }
 
 void SequenceGrammars::join_masks() {
-  if (prefetch_.valid()) prefetch_.get();
+  prefetch_.wait();
 }
 
 SampledToken SequenceGrammars::sample(Sampler& sampler, int64_t seq_id, std::span<const float> logits,

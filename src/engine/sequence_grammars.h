@@ -20,8 +20,8 @@
 // visit a few ms).
 //
 // Overlap: the mask a sequence samples under next is known once its previous token is accepted,
-// so the engine starts computing the next masks of the step's sampling sequences on another
-// thread before the forward pass (prefetch_masks) and waits for them after it (join_masks);
+// so the engine starts computing the next masks of the step's sampling sequences on a worker
+// thread of its own (one for the engine's life) before the forward pass (prefetch_masks) and waits for them after it (join_masks);
 // sample() takes a prefetched mask instead of computing it. Only the first position of a
 // sequence is prefetched (drafts beyond it are masked as before). Its time counts in the budget.
 //
@@ -35,12 +35,12 @@
 #pragma once
 
 #include <cstdint>
-#include <future>
 #include <memory>
 #include <span>
 #include <unordered_map>
 #include <vector>
 
+#include "engine/background_worker.h"
 #include "engine/grammar_constraint.h"
 #include "engine/sampler.h"
 #include "grammar/grammar_matcher.h"
@@ -88,7 +88,7 @@ class SequenceGrammars {
   GrammarBudget budget_;
   std::unordered_map<int64_t, Entry> entries_;
   std::vector<uint32_t> mask_;  // scratch: one sequence's allowed-token bitmask
-  std::future<void> prefetch_;
+  BackgroundWorker prefetch_;   // computes prefetched masks between prefetch_masks and join_masks
   size_t n_overlapped_ = 0;     // masks sample() took prefetched
 };
 
