@@ -8,8 +8,13 @@
 // - linear (2816 x 2048) and SwiGLU (2 x 1408 x 2048) at m = 8 .. 512 (GFLOP/s);
 // - the V2-Lite MoE layer (64 experts of 1408, top-6, 2 shared) at m = 1 .. 512 (ms);
 // - the share of the amx level's per-call weight-panel copy in a linear call (what repacking the
-//   weights at load would save at most).
-// Usage: gemm_levels_bench [--reps N] [--quick]; OMP_NUM_THREADS sets the threads.
+//   weights at load would save at most);
+// - fp8 (e4m3, 128 x 128 scale blocks) and FP4 (e2m1, UE8M0 per 32) weights with bf16 activations
+//   on the amx level's tiles against the avx512bf16 level's VDPBF16PS paths and against bf16 on
+//   tiles: GEMV at m = 1 (GB/s of stored bytes, scales included, 1 GiB of them in rotation, next to
+//   a 4-stream read-bandwidth probe over 1 GiB) and linear 2816 x 2048 at m = 64, 256, 512
+//   (GFLOP/s). --lowbit runs only this part.
+// Usage: gemm_levels_bench [--reps N] [--quick] [--lowbit]; OMP_NUM_THREADS sets the threads.
 #include <immintrin.h>
 #include <omp.h>
 
@@ -78,6 +83,41 @@ struct Weights {  // `count` bf16 matrices [n_out, n_in] with bf16 activations
       lw.data = data.data() + size_t(i) * size_t(n_out * n_in);
       lw.n_out = n_out;
       lw.n_in = n_in;
+      w.push_back(lw);
+    }
+  }
+};
+
+// `count` fp8 (128 x 128 blocks) or FP4 matrices [n_out, n_in] with bf16 activations: random
+// codes (no NaN), scales near 2^-8.
+struct LowBitWeights {
+  std::vector<uint8_t> data, e8m0;
+  std::vector<float> scale_inv;
+  std::vector<LinearWeight> w;
+  int64_t bytes_per_matrix = 0;  // stored bytes, scales included
+  LowBitWeights(DType dtype, int count, int64_t n_out, int64_t n_in, uint32_t seed) {
+    const bool fp8 = dtype == DType::F8_E4M3;
+    const int64_t data_bytes = fp8 ? n_out * n_in : n_out * n_in / 2;
+    const int64_t n_scales = fp8 ? (n_out + 127) / 128 * ((n_in + 127) / 128) : n_out * n_in / 32;
+    bytes_per_matrix = data_bytes + n_scales * (fp8 ? 4 : 1);
+    data.resize(size_t(count * data_bytes));
+    uint32_t s = seed;
+    for (uint8_t& b : data) {
+      s = s * 1664525u + 1013904223u;
+      b = uint8_t(s >> 24);
+      if (fp8 && (b & 0x7f) == 0x7f) b = 0x3f;
+    }
+    if (fp8) scale_inv.assign(size_t(count * n_scales), 1.0f / 256);
+    else e8m0.assign(size_t(count * n_scales), uint8_t(119));
+    for (int i = 0; i < count; ++i) {
+      LinearWeight lw;
+      lw.dtype = dtype;
+      lw.act_dtype = DType::BF16;
+      lw.data = data.data() + size_t(i) * size_t(data_bytes);
+      lw.n_out = n_out;
+      lw.n_in = n_in;
+      if (fp8) lw.scale_inv = scale_inv.data() + size_t(i) * size_t(n_scales);
+      else lw.scale_e8m0 = e8m0.data() + size_t(i) * size_t(n_scales);
       w.push_back(lw);
     }
   }
@@ -180,15 +220,105 @@ void compare(const std::string& label, const std::vector<Level>& levels, int rep
   std::fflush(stdout);
 }
 
+// One weight format on one level.
+struct Variant {
+  const char* name;
+  cpu::Isa isa;
+  const std::vector<LinearWeight>* w;
+  double bytes;  // stored bytes of one matrix
+};
+
+// Runs every variant interleaved `reps` times; prints the medians of value(variant, seconds per
+// call) by CPU time, and each variant's ratio to the first.
+void compare_variants(const std::string& label, const std::vector<Variant>& vs, int reps, const char* unit,
+                      const std::function<Timing(const Variant&)>& body,
+                      const std::function<double(const Variant&, double)>& value) {
+  std::vector<std::vector<double>> cpu(vs.size());
+  for (int r = 0; r < reps; ++r)
+    for (size_t v = 0; v < vs.size(); ++v) {
+      cpu::set_active_isa(vs[v].isa);
+      cpu[v].push_back(value(vs[v], body(vs[v]).cpu));
+    }
+  std::printf("%s\n", label.c_str());
+  for (size_t v = 0; v < vs.size(); ++v)
+    std::printf("  %-22s %8.1f %s per CPU second  (%.2fx %s)\n", vs[v].name, median(cpu[v]), unit,
+                median(cpu[v]) / median(cpu[0]), vs[0].name);
+  std::fflush(stdout);
+}
+
+// 4 concurrent sequential streams over 1 GiB (read_bandwidth_bench's probe), GB per CPU second.
+double read_probe_gbs() {
+  const size_t n = (size_t(1) << 30) / sizeof(uint64_t), q = n / 4;
+  std::vector<uint64_t> buf(n);
+  for (size_t i = 0; i < n; ++i) buf[i] = i;
+  uint64_t a = 0, b = 0, c = 0, d = 0;
+  const double c0 = cpu_seconds();
+  for (size_t i = 0; i < q; ++i) {
+    a += buf[i];
+    b += buf[q + i];
+    c += buf[2 * q + i];
+    d += buf[3 * q + i];
+  }
+  const double sec = cpu_seconds() - c0;
+  const uint64_t sum = a + b + c + d;
+  asm volatile("" ::"r"(sum));
+  return double(n * sizeof(uint64_t)) / sec / 1e9;
+}
+
+// fp8 and FP4 weights on the amx level's tiles against the avx512bf16 level and bf16 on tiles.
+void lowbit_section(int reps, bool quick) {
+  for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{10944, 2048}, {2048, 10944}}) {
+    const auto rotation = [&](double bytes) { return int((int64_t(1) << 30) / int64_t(bytes)); };
+    Weights bf16(rotation(double(n_out * n_in * 2)), n_out, n_in, 7);
+    LowBitWeights fp8(DType::F8_E4M3, rotation(double(n_out * n_in)), n_out, n_in, 9);
+    LowBitWeights fp4(DType::F4_E2M1, rotation(double(n_out * n_in) * 17 / 32), n_out, n_in, 13);
+    const std::vector<Variant> vs = {{"bf16 amx", cpu::Isa::kAmx, &bf16.w, double(n_out * n_in * 2)},
+                                     {"fp8 amx", cpu::Isa::kAmx, &fp8.w, double(fp8.bytes_per_matrix)},
+                                     {"fp8 avx512bf16", cpu::Isa::kAvx512Bf16, &fp8.w, double(fp8.bytes_per_matrix)},
+                                     {"fp4 amx", cpu::Isa::kAmx, &fp4.w, double(fp4.bytes_per_matrix)},
+                                     {"fp4 avx512bf16", cpu::Isa::kAvx512Bf16, &fp4.w, double(fp4.bytes_per_matrix)}};
+    const std::vector<float> x = activations(n_in, 3);
+    std::vector<float> y(static_cast<size_t>(n_out));
+    std::vector<double> probe;
+    for (int r = 0; r < reps; ++r) probe.push_back(read_probe_gbs());
+    std::printf("read-bandwidth probe (4 streams, 1 GiB): %.1f GB/s per CPU second\n", median(probe));
+    compare_variants("GEMV m=1 " + std::to_string(n_out) + "x" + std::to_string(n_in) + " (stored bytes)", vs, reps, "GB/s",
+                     [&](const Variant& v) {
+                       const int count = int(v.w->size());
+                       return time_calls(count, [&](int i) { cpu::linear({x.data(), n_in, 1, &(*v.w)[size_t(i % count)], y.data(), n_out}); });
+                     },
+                     [&](const Variant& v, double sec) { return v.bytes / sec / 1e9; });
+  }
+  const int64_t n_out = 2816, n_in = 2048;
+  Weights bf16(1, n_out, n_in, 11);
+  LowBitWeights fp8(DType::F8_E4M3, 1, n_out, n_in, 9), fp4(DType::F4_E2M1, 1, n_out, n_in, 13);
+  const std::vector<Variant> vs = {{"bf16 amx", cpu::Isa::kAmx, &bf16.w, 0},
+                                   {"fp8 amx", cpu::Isa::kAmx, &fp8.w, 0},
+                                   {"fp8 avx512bf16", cpu::Isa::kAvx512Bf16, &fp8.w, 0},
+                                   {"fp4 amx", cpu::Isa::kAmx, &fp4.w, 0},
+                                   {"fp4 avx512bf16", cpu::Isa::kAvx512Bf16, &fp4.w, 0}};
+  for (int64_t m : quick ? std::vector<int64_t>{64, 256} : std::vector<int64_t>{16, 64, 256, 512}) {
+    const std::vector<float> x = activations(m * n_in, 5);
+    std::vector<float> y(size_t(m * n_out));
+    const int iters = int(std::max<int64_t>(3, 2048 / m));
+    compare_variants("linear m=" + std::to_string(m) + " 2816x2048", vs, reps, "GFLOP/s",
+                     [&](const Variant& v) {
+                       return time_calls(iters, [&](int) { cpu::linear({x.data(), n_in, m, &(*v.w)[0], y.data(), n_out}); });
+                     },
+                     [&](const Variant&, double sec) { return 2.0 * double(m * n_out * n_in) / sec / 1e9; });
+  }
+}
+
 int run(int argc, char** argv) {
   int reps = 5;
-  bool quick = false;
+  bool quick = false, lowbit = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--reps" && i + 1 < argc) reps = std::max(1, std::atoi(argv[++i]));
     else if (a == "--quick") quick = true;
+    else if (a == "--lowbit") lowbit = true;
     else {
-      std::fprintf(stderr, "usage: gemm_levels_bench [--reps N] [--quick]\n");
+      std::fprintf(stderr, "usage: gemm_levels_bench [--reps N] [--quick] [--lowbit]\n");
       return 2;
     }
   }
@@ -198,6 +328,10 @@ int run(int argc, char** argv) {
     return 1;
   }
   std::printf("threads %d, reps %d (medians)\n", omp_get_max_threads(), reps);
+  if (lowbit) {
+    lowbit_section(reps, quick);
+    return 0;
+  }
   peak("VDPBF16PS", &vdpbf16ps_loop, quick ? 2000000 : 20000000);
   peak("TDPBF16PS", &tdpbf16ps_loop, quick ? 200000 : 2000000);
   const std::vector<Level> levels = {{"amx", cpu::Isa::kAmx}, {"avx512bf16", cpu::Isa::kAvx512Bf16}};

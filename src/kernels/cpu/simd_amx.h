@@ -141,10 +141,9 @@ constexpr int64_t kMaxPassTiles = 16;
 constexpr int64_t kPanelStride = kBlockElems + 32;
 template <class Source>
 inline void copy_panels_from(const Source& src, int64_t n_in, int64_t o_begin, int64_t o_end, uint16_t* panels,
-                             int64_t c0, int64_t c1) {
+                             int64_t c0, int64_t c1, int64_t r0, int64_t r1) {
   const int64_t kc = (n_in + kChunk - 1) / kChunk;
-  const int64_t n_rows = (o_end - o_begin + kTile - 1) / kTile * kTile;
-  for (int64_t r = 0; r < n_rows; ++r) {
+  for (int64_t r = r0; r < r1; ++r) {
     uint16_t* dst = panels + (r / kTile * kc) * kPanelStride + r % kTile * kChunk;
     if (o_begin + r < o_end) {
       src.chunks(o_begin + r, c0, c1, dst, kPanelStride);
@@ -153,14 +152,16 @@ inline void copy_panels_from(const Source& src, int64_t n_in, int64_t o_begin, i
     }
   }
 }
-// Chunks [c0, c1) of the panels (all of them by default); w is BF16, F8_E4M3 or F4_E2M1.
+// Chunks [c0, c1) of the panels' rows [r0, r1) (by default all chunks, and all rows: up to o_end
+// rounded up to whole tiles); w is BF16, F8_E4M3 or F4_E2M1.
 inline void copy_panels(const LinearWeight& w, int64_t o_begin, int64_t o_end, uint16_t* panels, int64_t c0 = 0,
-                        int64_t c1 = -1) {
+                        int64_t c1 = -1, int64_t r0 = 0, int64_t r1 = -1) {
   if (c1 < 0) c1 = (w.n_in + kChunk - 1) / kChunk;
+  if (r1 < 0) r1 = (o_end - o_begin + kTile - 1) / kTile * kTile;
   switch (w.dtype) {
-    case DType::F8_E4M3: return copy_panels_from(Fp8Source(w), w.n_in, o_begin, o_end, panels, c0, c1);
-    case DType::F4_E2M1: return copy_panels_from(Fp4Source(w), w.n_in, o_begin, o_end, panels, c0, c1);
-    default: return copy_panels_from(Bf16Source(w), w.n_in, o_begin, o_end, panels, c0, c1);
+    case DType::F8_E4M3: return copy_panels_from(Fp8Source(w), w.n_in, o_begin, o_end, panels, c0, c1, r0, r1);
+    case DType::F4_E2M1: return copy_panels_from(Fp4Source(w), w.n_in, o_begin, o_end, panels, c0, c1, r0, r1);
+    default: return copy_panels_from(Bf16Source(w), w.n_in, o_begin, o_end, panels, c0, c1, r0, r1);
   }
 }
 
@@ -213,13 +214,36 @@ inline void chunk_step(const WeightTilesAt& wa, const uint16_t* const (&tb)[2], 
   if constexpr (NA > 1 && NB > 1) _tile_dpbf16ps(3, 5, 7);
 }
 
+// The next group's panel copies (up to two weights), run a K block's share at a time while this
+// group computes, so their memory reads overlap the tile arithmetic.
+struct NextCopy {
+  const LinearWeight* w[2] = {nullptr, nullptr};
+  int64_t o_begin = 0, o_end = 0;  // rows of each weight
+  uint16_t* panels[2] = {nullptr, nullptr};
+
+  void run(int64_t c0, int64_t c1) const {
+    for (int i = 0; i < 2; ++i)
+      if (w[i]) copy_panels(*w[i], o_begin, o_end, panels[i], c0, c1);
+  }
+  // Share `part` of n_parts of the rows, every chunk: each row read front to back.
+  void run_rows(int64_t part, int64_t n_parts) const {
+    const int64_t n_rows = (o_end - o_begin + kTile - 1) / kTile * kTile;
+    for (int i = 0; i < 2; ++i)
+      if (w[i]) copy_panels(*w[i], o_begin, o_end, panels[i], 0, -1, part * n_rows / n_parts, (part + 1) * n_rows / n_parts);
+  }
+};
+
 // acc[b][a] (+)= chunks [c0, c1) of weight tile a x token tile b (tb[b]); from zero when c0 == 0.
+// With rows_next, share c of kc of the next group's rows is copied after chunk c.
 template <int NA, int NB>
-inline void k_block(const WeightTilesAt& wa, const uint16_t* const (&tb)[2], int64_t c0, int64_t c1,
-                    float (*const (&acc)[2])[kTile * kTile]) {
+inline void k_block(const WeightTilesAt& wa, const uint16_t* const (&tb)[2], int64_t c0, int64_t c1, int64_t kc,
+                    const NextCopy* rows_next, float (*const (&acc)[2])[kTile * kTile]) {
   if (c0 == 0) acc_zero<NA, NB>();
   else acc_load<NA, NB>(acc);
-  for (int64_t c = c0; c < c1; ++c) chunk_step<NA, NB>(wa, tb, c);
+  for (int64_t c = c0; c < c1; ++c) {
+    chunk_step<NA, NB>(wa, tb, c);
+    if (rows_next) rows_next->run_rows(c, kc);
+  }
   acc_store<NA, NB>(acc);
 }
 
@@ -253,12 +277,13 @@ inline void scale_into(float (*const (&part)[2])[kTile * kTile], float (*const (
 // partial across K blocks.
 template <int NA, int NB>
 inline void k_block_scaled(const WeightTilesAt& wa, const uint16_t* const (&tb)[2], int64_t c0, int64_t c1, int64_t kc,
-                           const BlockScales& bs, float (*const (&part)[2])[kTile * kTile],
+                           const NextCopy* rows_next, const BlockScales& bs, float (*const (&part)[2])[kTile * kTile],
                            float (*const (&tot)[2])[kTile * kTile]) {
   if (c0 % bs.bc == 0) acc_zero<NA, NB>();
   else acc_load<NA, NB>(part);
   for (int64_t c = c0; c < c1; ++c) {
     chunk_step<NA, NB>(wa, tb, c);
+    if (rows_next) rows_next->run_rows(c, kc);
     if ((c + 1) % bs.bc == 0 || c + 1 == kc) {
       acc_store<NA, NB>(part);
       scale_into<NA, NB>(part, tot, bs, c / bs.bc);
@@ -269,18 +294,6 @@ inline void k_block_scaled(const WeightTilesAt& wa, const uint16_t* const (&tb)[
   }
 }
 
-// The next group's panel copies (up to two weights), run a K block's share at a time while this
-// group computes, so their memory reads overlap the tile arithmetic.
-struct NextCopy {
-  const LinearWeight* w[2] = {nullptr, nullptr};
-  int64_t o_begin = 0, o_end = 0;  // rows of each weight
-  uint16_t* panels[2] = {nullptr, nullptr};
-
-  void run(int64_t c0, int64_t c1) const {
-    for (int i = 0; i < 2; ++i)
-      if (w[i]) copy_panels(*w[i], o_begin, o_end, panels[i], c0, c1);
-  }
-};
 
 // Token tiles [tt0, tt1) against weight tiles a < NA, all kc chunks: acc[t - tt0][a], or for
 // fp8 weights (bs) the scaled totals in tot[t - tt0][a] (acc then holds partials).
@@ -289,9 +302,14 @@ inline void group_pass(const WeightTilesAt& wa, int64_t kc, const uint16_t* pack
                        const NextCopy& next, const BlockScales* bs, float (*acc)[2][kTile * kTile],
                        float (*tot)[2][kTile * kTile]) {
   const int64_t tile_elems = kc * kBlockElems;
+  // With one token tile (decode) the arithmetic per K block is too short to hide a K block of
+  // every row of the next group behind (32 row streams advancing 256 bytes at a time kept fp8
+  // weights at half the memory speed, the loads waiting on misses): the next group's rows are
+  // then copied whole, each read front to back, a share of them after each chunk's tiles.
+  const NextCopy* rows_next = tt1 - tt0 == 1 && next.w[0] ? &next : nullptr;
   for (int64_t c0 = 0; c0 < kc; c0 += kKBlock) {
     const int64_t c1 = std::min(kc, c0 + kKBlock);
-    next.run(c0, c1);
+    if (!rows_next) next.run(c0, c1);
     for (int64_t tt = tt0; tt < tt1; tt += 2) {
       const bool two = tt + 1 < tt1;
       const int64_t t2 = tt - tt0 + (two ? 1 : 0);
@@ -299,12 +317,12 @@ inline void group_pass(const WeightTilesAt& wa, int64_t kc, const uint16_t* pack
       float (*const a[2])[kTile * kTile] = {acc[tt - tt0], acc[t2]};
       if (bs) {
         float (*const t[2])[kTile * kTile] = {tot[tt - tt0], tot[t2]};
-        if (two) k_block_scaled<NA, 2>(wa, tb, c0, c1, kc, *bs, a, t);
-        else k_block_scaled<NA, 1>(wa, tb, c0, c1, kc, *bs, a, t);
+        if (two) k_block_scaled<NA, 2>(wa, tb, c0, c1, kc, nullptr, *bs, a, t);
+        else k_block_scaled<NA, 1>(wa, tb, c0, c1, kc, rows_next, *bs, a, t);
       } else if (two) {
-        k_block<NA, 2>(wa, tb, c0, c1, a);
+        k_block<NA, 2>(wa, tb, c0, c1, kc, nullptr, a);
       } else {
-        k_block<NA, 1>(wa, tb, c0, c1, a);
+        k_block<NA, 1>(wa, tb, c0, c1, kc, rows_next, a);
       }
     }
   }
