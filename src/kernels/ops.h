@@ -36,6 +36,12 @@ struct LinearWeight {
   const uint8_t* scale_e8m0 = nullptr;
 };
 
+// Bytes of w.data: n_out * n_in elements of w.dtype, two to a byte for F4_E2M1 (scales apart).
+inline size_t weight_data_bytes(const LinearWeight& w) {
+  const size_t n = size_t(w.n_out) * size_t(w.n_in);
+  return w.dtype == DType::F4_E2M1 ? n / 2 : n * dtype_size(w.dtype);
+}
+
 // Whether `w` may take act_dtype BF16.
 inline bool admits_bf16_activations(const LinearWeight& w) {
   return w.dtype == DType::BF16 || w.dtype == DType::F4_E2M1 || (w.dtype == DType::F8_E4M3 && w.block_cols % 32 == 0);

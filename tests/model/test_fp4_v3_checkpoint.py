@@ -112,3 +112,20 @@ def test_mxfp4_gguf_holds_the_fp4_values(expert_twin):
             ours = dequantize(tensor(p + ".weight"), tensor(p + ".scale")).astype(np.float32)
             theirs = quants.dequantize(np.asarray(t.data[e]), gguf.GGMLQuantizationType.MXFP4)
             assert np.array_equal(ours, theirs), p
+
+
+def test_every_linear_in_fp4_loads_and_generates(deepinfer_bin, expert_twin):
+    """--linears all puts FP4 weights near the end of the file; loading touches every weight's
+    pages, which must count FP4 at half a byte per element (counted at one byte, the pages of one
+    of them ran past the end of the mapping and the load crashed)."""
+    src, _, base = expert_twin
+    out = base / "all"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "model" / "make_fp4_checkpoint.py"), str(src), str(out),
+                    "--linears", "all"], check=True, capture_output=True, timeout=300)
+    header, _ = read_safetensors(out / "model.safetensors")
+    end = max(header[k]["data_offsets"][1] for k in header if k != "__metadata__")
+    assert any(h["dtype"] == "I8" and h["data_offsets"][1] + (h["data_offsets"][1] - h["data_offsets"][0]) > end + 4096
+               for k, h in header.items() if k != "__metadata__")
+    result = generate(deepinfer_bin, out, "f32")
+    assert len(result["output_ids"]) == 8
+    assert all(math.isfinite(lp) and lp <= 0 for lp in result["logprobs"])

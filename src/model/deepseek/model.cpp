@@ -21,7 +21,7 @@ void add_into(float* x, const float* y, size_t n) {
 // decode steps do not take page faults the first time a token routes to an expert.
 void prefault(const LinearWeight& w) {
   if (w.data == nullptr) return;
-  const size_t bytes = size_t(w.n_out * w.n_in) * dtype_size(w.dtype);
+  const size_t bytes = weight_data_bytes(w);
   constexpr uintptr_t kPage = 4096;
   const uintptr_t begin = reinterpret_cast<uintptr_t>(w.data) & ~(kPage - 1);
   const uintptr_t end = (reinterpret_cast<uintptr_t>(w.data) + bytes + kPage - 1) & ~(kPage - 1);
@@ -42,7 +42,7 @@ void prefault(const MlpWeights& m) {
 // an expert that moved to another rank stops counting in this one's resident memory. Reads would
 // fault the pages in again from the file.
 void release(const LinearWeight& w) {
-  const size_t bytes = size_t(w.n_out * w.n_in) * dtype_size(w.dtype);
+  const size_t bytes = weight_data_bytes(w);
   constexpr uintptr_t kPage = 4096;
   const uintptr_t begin = (reinterpret_cast<uintptr_t>(w.data) + kPage - 1) & ~(kPage - 1);
   const uintptr_t end = (reinterpret_cast<uintptr_t>(w.data) + bytes) & ~(kPage - 1);
