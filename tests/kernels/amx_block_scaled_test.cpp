@@ -61,12 +61,13 @@ Fp8Reference fp8_reference(const LinearWeight& w, const std::vector<float>& x, i
 }
 
 // (n_out, n_in, block_rows, block_cols): tails of 12 and 16 columns past the last chunk and block,
-// outputs not a multiple of 16, several K blocks (1040 = 32.5 chunks), one weight of 5 rows.
+// outputs not a multiple of 16, several K blocks (1040 = 32.5 chunks), one weight of 5 rows, and
+// rows long enough that decode copies each group's panels right before its tiles (7800).
 struct Fp8Shape {
   int64_t n_out, n_in;
   int block_rows, block_cols;
 };
-const Fp8Shape kFp8Shapes[] = {{37, 300, 128, 128}, {130, 1040, 32, 32}, {50, 272, 16, 64}, {5, 64, 16, 32}};
+const Fp8Shape kFp8Shapes[] = {{37, 300, 128, 128}, {130, 1040, 32, 32}, {50, 272, 16, 64}, {5, 64, 16, 32}, {300, 7800, 128, 128}};
 
 TEST_F(AmxBlockScaled, Fp8LinearMatchesReferenceForEveryBatchSize) {
   for (const Fp8Shape& s : kFp8Shapes) {
@@ -146,7 +147,7 @@ void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b) 
 }
 
 TEST_F(AmxBlockScaled, Fp4LinearIsTheBf16ExpansionForEveryBatchSize) {
-  for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{37, 288}, {130, 1056}, {5, 32}}) {
+  for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{37, 288}, {130, 1056}, {5, 32}, {300, 7808}}) {
     SCOPED_TRACE(std::to_string(n_out) + " x " + std::to_string(n_in));
     const Fp4Pair w(n_out, n_in, 7);
     const int64_t ldx = n_in + 3;

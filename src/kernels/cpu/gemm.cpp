@@ -72,7 +72,7 @@ void linear(const LinearParams& p) {
   if (runs_packed(w)) {
     thread_local std::vector<uint16_t> packed_buf;
     const uint16_t* packed = packed_bf16_rows(x, p.m, w.n_in, packed_buf);
-    const int64_t nb = packed_column_block(column_block(w.n_out, w.n_in * 2));
+    const int64_t nb = packed_column_block(w.n_out, w.n_in * 2, p.m);
     const int64_t n_blocks = (w.n_out + nb - 1) / nb;
 #pragma omp parallel for schedule(static) if (n_blocks > 1)
     for (int64_t b = 0; b < n_blocks; ++b) {
@@ -106,7 +106,7 @@ void swiglu(const SwigluParams& p) {
   if (runs_packed(g)) {
     thread_local std::vector<uint16_t> packed_buf;
     const uint16_t* packed = packed_bf16_rows(x, p.m, g.n_in, packed_buf);
-    const int64_t nb = packed_column_block(column_block(g.n_out, 4 * g.n_in));
+    const int64_t nb = packed_column_block(g.n_out, 4 * g.n_in, p.m);
     const int64_t n_blocks = (g.n_out + nb - 1) / nb;
 #pragma omp parallel for schedule(static) if (n_blocks > 1)
     for (int64_t b = 0; b < n_blocks; ++b) {
