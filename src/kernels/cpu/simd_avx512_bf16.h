@@ -163,12 +163,7 @@ struct Avx512Bf16 : Avx512 {
     }
   }
 
-  // The e4m3 -> bf16 conversion, also used by the amx level's weight panels (simd_amx.h).
-  // How far ahead of the conversion each fp8 weight stream is prefetched: the byte permutes
-  // leave too few loads in flight for the hardware prefetcher alone (one core streamed
-  // 10 GB/s without, 14 GB/s with, as fast as bf16 weights).
-  static constexpr int64_t kFp8Prefetch = 1024;
-
+  // The e4m3 -> bf16 conversion, also used by the amx level's weight panels (amx_weight_rows.h).
   struct Fp8Lut {  // the conversion tables, in registers
     __m512i hi0 = _mm512_load_si512(kFp8Bf16Tables.hi), hi1 = _mm512_load_si512(kFp8Bf16Tables.hi + 64);
     __m512i lo0 = _mm512_load_si512(kFp8Bf16Tables.lo), lo1 = _mm512_load_si512(kFp8Bf16Tables.lo + 64);
@@ -189,6 +184,11 @@ struct Avx512Bf16 : Avx512 {
   }
 
  private:
+  // How far ahead of the conversion each fp8 weight stream is prefetched: the byte permutes
+  // leave too few loads in flight for the hardware prefetcher alone (one core streamed
+  // 10 GB/s without, 14 GB/s with, as fast as bf16 weights).
+  static constexpr int64_t kFp8Prefetch = 1024;
+
   // Activations [k, k + 32) of a row of k_len, the part past k_len as 0.
   static __m512bh act_step(const uint16_t* row, int64_t k, int64_t k_len) {
     return k + kPairs <= k_len ? load_bh(row + k) : load_bh_n(row + k, __mmask32((uint64_t(1) << (k_len - k)) - 1));
