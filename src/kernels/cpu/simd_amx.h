@@ -214,8 +214,9 @@ inline void chunk_step(const WeightTilesAt& wa, const uint16_t* const (&tb)[2], 
   if constexpr (NA > 1 && NB > 1) _tile_dpbf16ps(3, 5, 7);
 }
 
-// The next group's panel copies (up to two weights), run a K block's share at a time while this
-// group computes, so their memory reads overlap the tile arithmetic.
+// The next group's panel copies (up to two weights), run while this group computes so that their
+// memory reads overlap the tile arithmetic: a K block's share at a time, or with one token tile a
+// share of whole rows after each chunk (group_pass).
 struct NextCopy {
   const LinearWeight* w[2] = {nullptr, nullptr};
   int64_t o_begin = 0, o_end = 0;  // rows of each weight
