@@ -27,6 +27,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 import time
 
 
@@ -51,7 +52,9 @@ def wait_idle(args):
 
 
 def run(cmd, env=None, timeout=3600):
-    p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout, env={**os.environ, **(env or {})})
+    # In the temporary directory: ik_llama.cpp's tools write a llama.log into their working directory.
+    p = subprocess.run(cmd, capture_output=True, text=True, errors="replace", timeout=timeout, cwd=tempfile.gettempdir(),
+                       env={**os.environ, **(env or {})})
     if p.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}: {p.stderr[-2000:]}")
     return p.stdout + p.stderr
@@ -184,6 +187,9 @@ def main():
     ap.add_argument("--idle-wait", type=float, default=15)
     ap.add_argument("--out", default="-")
     args = ap.parse_args()
+    for key, value in vars(args).items():  # the tools run in another directory
+        if isinstance(value, str) and (key in ("model_bench", "ik", "mainline") or key.split("_")[0] in ("di", "ik", "mainline")):
+            setattr(args, key, os.path.abspath(value))
     out = sys.stdout if args.out == "-" else open(args.out, "a")
     results = {}  # (fmt, engine) -> {test: [tok/s per round]}
     for fmt in args.formats:
