@@ -11,6 +11,8 @@ import sys
 
 import gguf
 
+from checkpoint_twin import copy_gguf_fields
+
 
 def main(src, dst):
     r = gguf.GGUFReader(src)
@@ -21,12 +23,7 @@ def main(src, dst):
     override = {f"{arch}.attention.key_length": kv_lora + rope, f"{arch}.attention.value_length": kv_lora,
                 f"{arch}.attention.head_count_kv": 1}
     w = gguf.GGUFWriter(dst, arch, use_temp_file=False)
-    for name, field in r.fields.items():
-        if name.startswith("GGUF.") or name == "general.architecture":
-            continue
-        vtype = field.types[0]
-        sub = field.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
-        w.add_key_value(name, override.get(name, field.contents()), vtype, sub_type=sub)
+    copy_gguf_fields(gguf, r, w, override)
     w.add_uint32(f"{arch}.attention.key_length_mla", key_mla)
     w.add_uint32(f"{arch}.attention.value_length_mla", value_mla)
     kept = []

@@ -21,25 +21,17 @@ through gguf_for_mainline.py.
 Usage: python3 make_fp4_checkpoint.py BF16_DIR OUT_DIR [--linears experts|all]
            [--gguf IN.gguf OUT.gguf]          (numpy; --gguf needs the `gguf` package)
 """
-import argparse, json, os, re, shutil, struct
+import argparse, os, re, shutil
 
 import numpy as np
+
+from checkpoint_twin import copy_gguf_fields, read_header, write_twin
 
 BLOCK = 32
 GRID_MIDPOINTS = np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0], np.float32)
 EXPERT = re.compile(r"model\.layers\.\d+\.mlp\.experts\.\d+\.(gate|up|down)_proj\.weight$")
 OTHER_LINEAR = re.compile(r"(self_attn\.(q_proj|q_a_proj|q_b_proj|kv_a_proj_with_mqa|o_proj)|"
                           r"mlp\.(shared_experts\.)?(gate|up|down)_proj|eh_proj|shared_head\.head)\.weight$|^lm_head\.weight$")
-
-
-def read_header(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        return json.loads(f.read(n)), 8 + n
-
-
-def bf16_to_f32(raw, shape):
-    return (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(shape)
 
 
 def quantize(w):
@@ -72,51 +64,16 @@ def to_mxfp4(packed, scale_bytes):
 
 
 def write_checkpoint(src, out, linears):
-    src_st = os.path.join(src, "model.safetensors")
-    if not os.path.exists(src_st):
-        raise SystemExit(f"{src}: needs one model.safetensors (sharded checkpoints are not read)")
-    header, data_start = read_header(src_st)
-    header.pop("__metadata__", None)
-    names = sorted(header, key=lambda n: header[n]["data_offsets"][0])
-    plan, off = [], 0  # (name, dtype, shape, nbytes, source name, kind)
-    for name in names:
-        t = header[name]
+    def plan(name, t):
         fp4 = EXPERT.search(name) or (linears == "all" and OTHER_LINEAR.search(name))
-        if fp4 and t["dtype"] == "BF16" and len(t["shape"]) == 2 and t["shape"][1] % BLOCK == 0:
-            rows, cols = t["shape"]
-            plan.append((name, "I8", [rows, cols // 2], rows * cols // 2, name, "q"))
-            plan.append((name[:-len(".weight")] + ".scale", "F8_E8M0", [rows, cols // BLOCK], rows * cols // BLOCK, name, "s"))
-        else:
-            plan.append((name, t["dtype"], t["shape"], t["data_offsets"][1] - t["data_offsets"][0], name, "copy"))
-    new_header = {}
-    for name, dtype, shape, nbytes, _, _ in plan:
-        new_header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [off, off + nbytes]}
-        off += nbytes
-    new_header["__metadata__"] = {"format": "pt"}
-    h = json.dumps(new_header, separators=(",", ":")).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    mm = np.memmap(src_st, dtype=np.uint8, mode="r")
-    cache = {}
-    n_fp4 = 0
-    with open(os.path.join(out, "model.safetensors"), "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for name, dtype, shape, nbytes, srcname, kind in plan:
-            a, b = header[srcname]["data_offsets"]
-            raw = mm[data_start + a:data_start + b]
-            if kind == "copy":
-                f.write(raw.tobytes())
-                continue
-            if srcname not in cache:
-                cache.clear()
-                cache[srcname] = quantize(bf16_to_f32(raw, header[srcname]["shape"]))
-                n_fp4 += 1
-            packed, scales = cache[srcname]
-            f.write(packed.tobytes() if kind == "q" else scales.tobytes())
+        if not (fp4 and t["dtype"] == "BF16" and len(t["shape"]) == 2 and t["shape"][1] % BLOCK == 0):
+            return None
+        rows, cols = t["shape"]
+        return [(name, "I8", [rows, cols // 2], rows * cols // 2, 0),
+                (name[:-len(".weight")] + ".scale", "F8_E8M0", [rows, cols // BLOCK], rows * cols // BLOCK, 1)]
+
+    n_fp4 = write_twin(src, out, plan, quantize)
     shutil.copy(os.path.join(src, "config.json"), out)
-    for extra in ("generation_config.json", "tokenizer.json", "tokenizer_config.json"):
-        if os.path.exists(os.path.join(src, extra)):
-            shutil.copy(os.path.join(src, extra), out)
     print(f"{out}: {n_fp4} linears in FP4")
 
 
@@ -144,13 +101,7 @@ def write_gguf(fp4_dir, src_gguf, dst_gguf):
     r = gguf.GGUFReader(src_gguf)
     arch = r.fields["general.architecture"].contents()
     w = gguf.GGUFWriter(dst_gguf, arch, use_temp_file=False)
-    for name, field in r.fields.items():
-        if name.startswith("GGUF.") or name == "general.architecture":
-            continue
-        vtype = field.types[0]
-        sub = field.types[-1] if vtype == gguf.GGUFValueType.ARRAY else None
-        value = 38 if name == "general.file_type" else field.contents()  # LLAMA_FTYPE_MOSTLY_MXFP4
-        w.add_key_value(name, value, vtype, sub_type=sub)
+    copy_gguf_fields(gguf, r, w, {"general.file_type": 38})  # LLAMA_FTYPE_MOSTLY_MXFP4
     kept, n_mx = [], 0
     exps = re.compile(r"blk\.(\d+)\.ffn_(gate|up|down)_exps\.weight$")
     for t in r.tensors:

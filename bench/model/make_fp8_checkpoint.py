@@ -7,18 +7,14 @@ weights in bf16 (and with llama.cpp's Q8_0 made from the same bf16 GGUF).
 
 Usage: python3 make_fp8_checkpoint.py BF16_DIR OUT_DIR    (needs numpy and ml_dtypes)
 """
-import json, os, shutil, struct, sys
+import json, os, sys
 
 import ml_dtypes
 import numpy as np
 
+from checkpoint_twin import write_twin
+
 BLOCK = 128
-
-
-def read_header(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        return json.loads(f.read(n)), 8 + n
 
 
 def quantize(w):
@@ -36,51 +32,20 @@ def quantize(w):
 
 def main(src, out):
     os.makedirs(out, exist_ok=True)
-    src_st = os.path.join(src, "model.safetensors")
-    header, data_start = read_header(src_st)
-    header.pop("__metadata__", None)
-    names = sorted(header, key=lambda n: header[n]["data_offsets"][0])
-    plan, off = [], 0  # (name, dtype, shape, nbytes, source name, kind)
-    for name in names:
-        shape = header[name]["shape"]
-        if name.endswith("_proj.weight") and len(shape) == 2:
-            plan.append((name, "F8_E4M3", shape, shape[0] * shape[1], name, "q"))
-            sshape = [-(-shape[0] // BLOCK), -(-shape[1] // BLOCK)]
-            plan.append((name + "_scale_inv", "F32", sshape, 4 * sshape[0] * sshape[1], name, "s"))
-        else:
-            nbytes = header[name]["data_offsets"][1] - header[name]["data_offsets"][0]
-            plan.append((name, header[name]["dtype"], shape, nbytes, name, "copy"))
-    new_header = {}
-    for name, dtype, shape, nbytes, _, _ in plan:
-        new_header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [off, off + nbytes]}
-        off += nbytes
-    new_header["__metadata__"] = {"format": "pt"}
-    h = json.dumps(new_header, separators=(",", ":")).encode()
-    h += b" " * ((8 - len(h) % 8) % 8)
-    mm = np.memmap(src_st, dtype=np.uint8, mode="r")
-    cache = {}
-    with open(os.path.join(out, "model.safetensors"), "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for name, dtype, shape, nbytes, srcname, kind in plan:
-            a, b = header[srcname]["data_offsets"]
-            raw = mm[data_start + a:data_start + b]
-            if kind == "copy":
-                f.write(raw.tobytes())
-                continue
-            if srcname not in cache:
-                cache.clear()
-                w = (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32).reshape(shape)
-                cache[srcname] = quantize(w)
-            q, s = cache[srcname]
-            f.write(q.tobytes() if kind == "q" else s.tobytes())
+
+    def plan(name, t):
+        shape = t["shape"]
+        if not (name.endswith("_proj.weight") and len(shape) == 2):
+            return None
+        sshape = [-(-shape[0] // BLOCK), -(-shape[1] // BLOCK)]
+        return [(name, "F8_E4M3", shape, shape[0] * shape[1], 0),
+                (name + "_scale_inv", "F32", sshape, 4 * sshape[0] * sshape[1], 1)]
+
+    write_twin(src, out, plan, quantize)
     config = json.load(open(os.path.join(src, "config.json")))
     config["quantization_config"] = {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
                                      "weight_block_size": [BLOCK, BLOCK]}
     json.dump(config, open(os.path.join(out, "config.json"), "w"), indent=2)
-    for extra in ("generation_config.json", "tokenizer.json", "tokenizer_config.json"):
-        if os.path.exists(os.path.join(src, extra)):
-            shutil.copy(os.path.join(src, extra), out)
     print("done", out)
 
 

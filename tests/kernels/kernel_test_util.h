@@ -14,6 +14,7 @@
 
 #include "core/dtype.h"
 #include "kernels/cpu/isa.h"
+#include "kernels/cpu/moe.h"
 #include "kernels/cpu/vec.h"
 #include "kernels/ops.h"
 
@@ -86,6 +87,26 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1
   std::vector<float> v(n);
   for (float& x : v) x = dist(rng);
   return v;
+}
+
+// MoE over rows [0, kMaxRows) of d random inputs, each routed to two of the E experts (the
+// second one varying with the row) and the shared expert: every batch size must give each row
+// the bits it gets alone.
+inline void expect_moe_invariant_for_every_batch_size(int64_t d, const MlpWeightRefs* experts, int E,
+                                                      const MlpWeightRefs* shared) {
+  constexpr int k = 2;
+  std::vector<int32_t> ids(size_t(kMaxRows * k));
+  std::vector<float> wts(size_t(kMaxRows * k));
+  for (int64_t r = 0; r < kMaxRows; ++r) {
+    ids[size_t(r * k)] = int32_t(r % E);
+    ids[size_t(r * k + 1)] = int32_t((r % E + 1 + (r / E) % (E - 1)) % E);  // another expert
+    wts[size_t(r * k)] = 0.25f + 0.01f * float(r % 5);
+    wts[size_t(r * k + 1)] = 0.5f;
+  }
+  const std::vector<float> x = random_floats(size_t(kMaxRows * d), 9);
+  expect_every_batch_size_invariant(d, [&](int64_t r0, int64_t m, float* out) {
+    cpu::moe({x.data() + r0 * d, d, m, experts, E, k, ids.data() + r0 * k, wts.data() + r0 * k, shared, out, d});
+  });
 }
 
 // A weight of the given dtype with random values; owns its storage.
