@@ -32,6 +32,7 @@
 
 #include "kernels/cpu/isa.h"
 #include "model/deepseek/model.h"
+#include "model/fp4_weight.h"
 #include "model/loader.h"
 
 namespace deepinfer {
@@ -40,8 +41,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 size_t weight_bytes(const LinearWeight& w) {
-  size_t b = weight_data_bytes(w);
-  if (w.scale_e8m0) b += size_t(w.n_out * (w.n_in / 32));
+  size_t b = w.scale_e8m0 ? fp4_weight_bytes(w) : weight_data_bytes(w);
   if (w.scale_inv) b += size_t(((w.n_out + w.block_rows - 1) / w.block_rows) * ((w.n_in + w.block_cols - 1) / w.block_cols)) * 4;
   return b;
 }

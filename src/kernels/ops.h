@@ -36,11 +36,12 @@ struct LinearWeight {
   const uint8_t* scale_e8m0 = nullptr;
 };
 
-// Bytes of w.data: n_out * n_in elements of w.dtype, two to a byte for F4_E2M1 (scales apart).
-inline size_t weight_data_bytes(const LinearWeight& w) {
-  const size_t n = size_t(w.n_out) * size_t(w.n_in);
-  return w.dtype == DType::F4_E2M1 ? n / 2 : n * dtype_size(w.dtype);
+// Bytes of one row of w.data: n_in elements of w.dtype, two to a byte for F4_E2M1 (scales apart).
+inline int64_t weight_row_bytes(const LinearWeight& w) {
+  return w.dtype == DType::F4_E2M1 ? w.n_in / 2 : w.n_in * int64_t(dtype_size(w.dtype));
 }
+// Bytes of w.data.
+inline size_t weight_data_bytes(const LinearWeight& w) { return size_t(w.n_out) * size_t(weight_row_bytes(w)); }
 
 // Whether `w` may take act_dtype BF16.
 inline bool admits_bf16_activations(const LinearWeight& w) {

@@ -83,7 +83,7 @@ void linear(const LinearParams& p) {
   }
   thread_local Bf16Rows x_bf16;
   const uint16_t* const* xb = w.act_dtype == DType::BF16 ? bf16_rows(x, p.m, w.n_in, x_bf16) : nullptr;
-  const int64_t nb = column_block(w.n_out, w.n_in * int64_t(dtype_size(w.dtype)));
+  const int64_t nb = column_block(w.n_out, weight_row_bytes(w));
   const int64_t n_blocks = (w.n_out + nb - 1) / nb;
 #pragma omp parallel for schedule(static) if (n_blocks > 1)
   for (int64_t b = 0; b < n_blocks; ++b) {
@@ -117,7 +117,7 @@ void swiglu(const SwigluParams& p) {
   }
   thread_local Bf16Rows x_bf16;
   const uint16_t* const* xb = g.act_dtype == DType::BF16 ? bf16_rows(x, p.m, g.n_in, x_bf16) : nullptr;
-  const int64_t nb = column_block(g.n_out, 2 * g.n_in * int64_t(dtype_size(g.dtype)));
+  const int64_t nb = column_block(g.n_out, 2 * weight_row_bytes(g));
   const int64_t n_blocks = (g.n_out + nb - 1) / nb;
 #pragma omp parallel for schedule(static) if (n_blocks > 1)
   for (int64_t b = 0; b < n_blocks; ++b) {

@@ -138,11 +138,11 @@ void moe(const MoeParams& p) {
                   (admits_bf16_activations(*w.gate) && w.up->block_cols == w.gate->block_cols)) &&
                      (w.down->act_dtype == DType::F32 || admits_bf16_activations(*w.down)),
                  "bf16 activations need bf16 weights or fp8 weights with blocks of a multiple of 32 columns");
-    const int64_t nb_up = column_block(w.gate->n_out, 2 * d * int64_t(dtype_size(w.gate->dtype)));
-    const int64_t nb_down = column_block(d, w.down->n_in * int64_t(dtype_size(w.down->dtype)));
+    const int64_t up_row_bytes = 2 * weight_row_bytes(*w.gate), down_row_bytes = weight_row_bytes(*w.down);
     const int64_t n = s.groups[size_t(g)].n;
-    add_tasks(s.up_tasks, g, w.gate->n_out, pack_up ? packed_column_block(w.gate->n_out, 2 * d * int64_t(dtype_size(w.gate->dtype)), n) : nb_up);
-    add_tasks(s.down_tasks, g, d, pack_down ? packed_column_block(d, w.down->n_in * int64_t(dtype_size(w.down->dtype)), n) : nb_down);
+    add_tasks(s.up_tasks, g, w.gate->n_out,
+              pack_up ? packed_column_block(w.gate->n_out, up_row_bytes, n) : column_block(w.gate->n_out, up_row_bytes));
+    add_tasks(s.down_tasks, g, d, pack_down ? packed_column_block(d, down_row_bytes, n) : column_block(d, down_row_bytes));
     s.x_packed_at.push_back(s.x_packed_at.back() + (pack_up ? amx_packed_elems(n, d) : 0));
     s.act_packed_at.push_back(s.act_packed_at.back() + (pack_down ? amx_packed_elems(n, w.down->n_in) : 0));
   }

@@ -295,7 +295,6 @@ inline void k_block_scaled(const WeightTilesAt& wa, const uint16_t* const (&tb)[
   }
 }
 
-
 // Token tiles [tt0, tt1) against weight tiles a < NA, all kc chunks: acc[t - tt0][a], or for
 // fp8 weights (bs) the scaled totals in tot[t - tt0][a] (acc then holds partials).
 template <int NA>
