@@ -1,19 +1,20 @@
-// bf16 weights x bf16 activations on the two top ISA levels, side by side in one run: the
-// avx512bf16 level (VDPBF16PS tiles, bench/RESULTS.md's first rounds) against the amx level
-// (simd_amx.h), both batch invariant. Prints, per level and case, the median of --reps
-// interleaved repetitions, rated by process CPU time (robust on a shared machine) and by wall time:
-// - the peaks the GEMM is measured against: register-only VDPBF16PS and TDPBF16PS loops, on
-//   one thread and on every OpenMP thread (16 VDPBF16PS accumulators: more measured no faster);
+// bf16 weights x bf16 activations on the top ISA levels the CPU runs, side by side in one run: amx
+// (simd_amx.h; only where the CPU and OS offer AMX), avx512bf16-fma (bf16 products split into f32
+// FMAs) and avx512bf16 (VDPBF16PS), all batch invariant. Prints, per level and case, the median of
+// --reps interleaved repetitions, rated by process CPU time (robust on a shared machine) and by wall
+// time:
+// - the peaks the GEMM is measured against: register-only VDPBF16PS, f32 FMA (16 accumulators
+//   each: more measured no faster) and, with AMX, TDPBF16PS loops, on one thread and on every
+//   OpenMP thread;
 // - GEMV at m = 1 over 1 GiB of weights in rotation (memory-bound: GB/s of weights);
 // - linear (2816 x 2048) and SwiGLU (2 x 1408 x 2048) at m = 8 .. 512 (GFLOP/s);
 // - the V2-Lite MoE layer (64 experts of 1408, top-6, 2 shared) at m = 1 .. 512 (ms);
-// - the share of the amx level's per-call weight-panel copy in a linear call (what repacking the
-//   weights at load would save at most);
+// - with AMX, the share of the amx level's per-call weight-panel copy in a linear call (what
+//   repacking the weights at load would save at most);
 // - fp8 (e4m3, 128 x 128 scale blocks) and FP4 (e2m1, UE8M0 per 32) weights with bf16 activations
-//   on the amx level's tiles against the avx512bf16 level's VDPBF16PS paths and against bf16 on
-//   tiles: GEMV at m = 1 (GB/s of stored bytes, scales included, 1 GiB of them in rotation, next to
-//   a 4-stream read-bandwidth probe over 1 GiB) and linear 2816 x 2048 at m = 64, 256, 512
-//   (GFLOP/s). --lowbit runs only this part.
+//   on every level, against bf16 on the top one: GEMV at m = 1 (GB/s of stored bytes, scales
+//   included, 1 GiB of them in rotation, next to a 4-stream read-bandwidth probe over 1 GiB) and
+//   linear 2816 x 2048 at m = 16 .. 512 (GFLOP/s). --lowbit runs only this part.
 // Usage: gemm_levels_bench [--reps N] [--quick] [--lowbit]; OMP_NUM_THREADS sets the threads.
 #include <immintrin.h>
 #include <omp.h>
@@ -140,20 +141,39 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-// Register-only loops: FLOP per CPU second of one thread, and per wall second on all threads.
+// Register-only loops: FLOP per CPU second of one thread, and per wall second on all threads. The
+// accumulators are fully unrolled locals (kept in registers); the empty asm on one operand keeps the
+// compiler from folding the loop.
 __attribute__((target("avx512f,avx512bf16"))) double vdpbf16ps_loop(int64_t iters) {
   __m512 acc[16];
   for (__m512& a : acc) a = _mm512_setzero_ps();
-  const __m512bh a = __m512bh(_mm512_set1_epi16(0x3f80)), b = __m512bh(_mm512_set1_epi16(0x3c00));
-  for (int64_t i = 0; i < iters; ++i)
-    for (__m512& c : acc) {
-      c = _mm512_dpbf16_ps(c, a, b);
-      asm volatile("" : "+v"(c));
-    }
+  __m512bh a = __m512bh(_mm512_set1_epi16(0x3f80));
+  const __m512bh b = __m512bh(_mm512_set1_epi16(0x3c00));
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], a, b);
+    asm volatile("" : "+v"(a));
+  }
   float s = 0;
   for (__m512& c : acc) s += _mm512_reduce_add_ps(c);
   asm volatile("" ::"m"(s));
   return double(iters) * 16 * 16 * 2 * 2;
+}
+
+__attribute__((target("avx512f"))) double fma_loop(int64_t iters) {
+  __m512 acc[16];
+  for (__m512& a : acc) a = _mm512_setzero_ps();
+  __m512 a = _mm512_set1_ps(1.0f);
+  const __m512 b = _mm512_set1_ps(0.0078125f);
+  for (int64_t i = 0; i < iters; ++i) {
+#pragma GCC unroll 16
+    for (int j = 0; j < 16; ++j) acc[j] = _mm512_fmadd_ps(a, b, acc[j]);
+    asm volatile("" : "+v"(a));
+  }
+  float s = 0;
+  for (__m512& c : acc) s += _mm512_reduce_add_ps(c);
+  asm volatile("" ::"m"(s));
+  return double(iters) * 16 * 16 * 2;
 }
 
 __attribute__((target("amx-tile,amx-bf16"))) double tdpbf16ps_loop(int64_t iters) {
@@ -211,11 +231,11 @@ void compare(const std::string& label, const std::vector<Level>& levels, int rep
   std::printf("%-34s", label.c_str());
   for (size_t l = 0; l < levels.size(); ++l)
     std::printf(" | %-10s %8.1f %s (cpu) %8.1f (wall)", levels[l].name, median(cpu[l]), unit, median(wall[l]));
-  // Speedup of the first level over the second, by CPU time (units per second, or ms per call).
+  // Speedup of the first level over each other one, by CPU time (units per second, or ms per call).
   const bool rate = std::string(unit) != "ms";
-  if (levels.size() == 2)
-    std::printf(" | %s speedup %.2fx (cpu)", levels[0].name,
-                rate ? median(cpu[0]) / median(cpu[1]) : median(cpu[1]) / median(cpu[0]));
+  for (size_t l = 1; l < levels.size(); ++l)
+    std::printf(" | %s / %s %.2fx (cpu)", levels[0].name, levels[l].name,
+                rate ? median(cpu[0]) / median(cpu[l]) : median(cpu[l]) / median(cpu[0]));
   std::printf("\n");
   std::fflush(stdout);
 }
@@ -265,18 +285,30 @@ double read_probe_gbs() {
   return double(n * sizeof(uint64_t)) / sec / 1e9;
 }
 
-// fp8 and FP4 weights on the amx level's tiles against the avx512bf16 level and bf16 on tiles.
-void lowbit_section(int reps, bool quick) {
+// bf16 weights on the first level, then fp8 and FP4 weights on every level.
+std::vector<Variant> lowbit_variants(const std::vector<Level>& levels, const Weights& bf16, const LowBitWeights& fp8,
+                                     const LowBitWeights& fp4, double bf16_bytes) {
+  static std::vector<std::string> names;  // the Variants point into it
+  names.clear();
+  names.reserve(1 + 2 * levels.size());
+  names.push_back(std::string("bf16 ") + levels[0].name);
+  std::vector<Variant> vs = {{names.back().c_str(), levels[0].isa, &bf16.w, bf16_bytes}};
+  for (const auto& [fmt, lw] : {std::pair<const char*, const LowBitWeights*>{"fp8 ", &fp8}, {"fp4 ", &fp4}})
+    for (const Level& l : levels) {
+      names.push_back(fmt + std::string(l.name));
+      vs.push_back({names.back().c_str(), l.isa, &lw->w, bf16_bytes > 0 ? double(lw->bytes_per_matrix) : 0});
+    }
+  return vs;
+}
+
+// fp8 and FP4 weights with bf16 activations on every level, against bf16 on the first.
+void lowbit_section(const std::vector<Level>& levels, int reps, bool quick) {
   for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{10944, 2048}, {2048, 10944}}) {
     const auto rotation = [&](double bytes) { return int((int64_t(1) << 30) / int64_t(bytes)); };
     Weights bf16(rotation(double(n_out * n_in * 2)), n_out, n_in, 7);
     LowBitWeights fp8(DType::F8_E4M3, rotation(double(n_out * n_in)), n_out, n_in, 9);
     LowBitWeights fp4(DType::F4_E2M1, rotation(double(n_out * n_in) * 17 / 32), n_out, n_in, 13);
-    const std::vector<Variant> vs = {{"bf16 amx", cpu::Isa::kAmx, &bf16.w, double(n_out * n_in * 2)},
-                                     {"fp8 amx", cpu::Isa::kAmx, &fp8.w, double(fp8.bytes_per_matrix)},
-                                     {"fp8 avx512bf16", cpu::Isa::kAvx512Bf16, &fp8.w, double(fp8.bytes_per_matrix)},
-                                     {"fp4 amx", cpu::Isa::kAmx, &fp4.w, double(fp4.bytes_per_matrix)},
-                                     {"fp4 avx512bf16", cpu::Isa::kAvx512Bf16, &fp4.w, double(fp4.bytes_per_matrix)}};
+    const std::vector<Variant> vs = lowbit_variants(levels, bf16, fp8, fp4, double(n_out * n_in * 2));
     const std::vector<float> x = activations(n_in, 3);
     std::vector<float> y(static_cast<size_t>(n_out));
     std::vector<double> probe;
@@ -292,11 +324,7 @@ void lowbit_section(int reps, bool quick) {
   const int64_t n_out = 2816, n_in = 2048;
   Weights bf16(1, n_out, n_in, 11);
   LowBitWeights fp8(DType::F8_E4M3, 1, n_out, n_in, 9), fp4(DType::F4_E2M1, 1, n_out, n_in, 13);
-  const std::vector<Variant> vs = {{"bf16 amx", cpu::Isa::kAmx, &bf16.w, 0},
-                                   {"fp8 amx", cpu::Isa::kAmx, &fp8.w, 0},
-                                   {"fp8 avx512bf16", cpu::Isa::kAvx512Bf16, &fp8.w, 0},
-                                   {"fp4 amx", cpu::Isa::kAmx, &fp4.w, 0},
-                                   {"fp4 avx512bf16", cpu::Isa::kAvx512Bf16, &fp4.w, 0}};
+  const std::vector<Variant> vs = lowbit_variants(levels, bf16, fp8, fp4, 0);
   for (int64_t m : quick ? std::vector<int64_t>{64, 256} : std::vector<int64_t>{16, 64, 256, 512}) {
     const std::vector<float> x = activations(m * n_in, 5);
     std::vector<float> y(size_t(m * n_out));
@@ -322,19 +350,23 @@ int run(int argc, char** argv) {
       return 2;
     }
   }
-  if (cpu::best_supported_isa() < cpu::Isa::kAmx) {
-    std::fprintf(stderr, "this CPU (or OS) offers no AMX: best level %s\n",
+  std::vector<Level> levels;
+  for (cpu::Isa isa : {cpu::Isa::kAmx, cpu::Isa::kAvx512Bf16Fma, cpu::Isa::kAvx512Bf16})
+    if (cpu::cpu_runs(isa)) levels.push_back({isa == cpu::Isa::kAmx ? "amx" : isa == cpu::Isa::kAvx512Bf16 ? "avx512bf16" : "avx512bf16-fma", isa});
+  if (levels.empty()) {
+    std::fprintf(stderr, "this CPU offers no AVX-512 BF16: best level %s\n",
                  std::string(cpu::isa_name(cpu::best_supported_isa())).c_str());
     return 1;
   }
+  const bool amx = levels[0].isa == cpu::Isa::kAmx;
   std::printf("threads %d, reps %d (medians)\n", omp_get_max_threads(), reps);
   if (lowbit) {
-    lowbit_section(reps, quick);
+    lowbit_section(levels, reps, quick);
     return 0;
   }
   peak("VDPBF16PS", &vdpbf16ps_loop, quick ? 2000000 : 20000000);
-  peak("TDPBF16PS", &tdpbf16ps_loop, quick ? 200000 : 2000000);
-  const std::vector<Level> levels = {{"amx", cpu::Isa::kAmx}, {"avx512bf16", cpu::Isa::kAvx512Bf16}};
+  peak("FMA f32", &fma_loop, quick ? 2000000 : 20000000);
+  if (amx) peak("TDPBF16PS", &tdpbf16ps_loop, quick ? 200000 : 2000000);
 
   // GEMV: 1 GiB of weights in rotation.
   for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{10944, 2048}, {2048, 10944}}) {
@@ -414,7 +446,7 @@ int run(int argc, char** argv) {
   }
 
   // The per-call panel copy against a whole linear call (one thread's view: CPU time).
-  {
+  if (amx) {
     const int64_t n_out = 2816, n_in = 2048;
     Weights ws(1, n_out, n_in, 11);
     std::vector<uint16_t> panels(size_t((n_out + 15) / 16 * ((n_in + 31) / 32) * cpu::amx::kPanelStride + 32));

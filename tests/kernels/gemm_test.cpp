@@ -18,7 +18,7 @@ using Case = std::tuple<cpu::Isa, DType>;
 class Gemm : public ::testing::TestWithParam<Case> {
  protected:
   void SetUp() override {
-    if (int(std::get<0>(GetParam())) > int(cpu::best_supported_isa())) GTEST_SKIP() << "ISA not on this CPU";
+    if (!cpu::cpu_runs(std::get<0>(GetParam()))) GTEST_SKIP() << "ISA not on this CPU";
   }
   cpu::Isa isa() const { return std::get<0>(GetParam()); }
   DType dtype() const { return std::get<1>(GetParam()); }
@@ -126,7 +126,7 @@ using Bf16xCase = std::tuple<cpu::Isa, Bf16xWeight>;
 class GemmBf16Activations : public ::testing::TestWithParam<Bf16xCase> {
  protected:
   void SetUp() override {
-    if (int(isa()) > int(cpu::best_supported_isa())) GTEST_SKIP() << "ISA not on this CPU";
+    if (!cpu::cpu_runs(isa())) GTEST_SKIP() << "ISA not on this CPU";
   }
   cpu::Isa isa() const { return std::get<0>(GetParam()); }
   DType dtype() const { return std::get<1>(GetParam()).dtype; }
@@ -215,7 +215,7 @@ INSTANTIATE_TEST_SUITE_P(IsasAndWeights, GemmBf16Activations,
                                                               Bf16xWeight{DType::F8_E4M3, 32})),
                          [](const auto& info) {
                            const Bf16xWeight w = std::get<1>(info.param);
-                           return std::string(cpu::isa_name(std::get<0>(info.param))) + "_" +
+                           return isa_test_name(std::get<0>(info.param)) + "_" +
                                   std::string(dtype_name(w.dtype)) +
                                   (w.dtype == DType::F8_E4M3 ? "_block" + std::to_string(w.block) : "");
                          });
@@ -224,7 +224,7 @@ INSTANTIATE_TEST_SUITE_P(IsasAndDtypes, Gemm,
                          ::testing::Combine(::testing::ValuesIn(kAllIsas),
                                             ::testing::Values(DType::F32, DType::BF16, DType::F16, DType::F8_E4M3)),
                          [](const auto& info) {
-                           return std::string(cpu::isa_name(std::get<0>(info.param))) + "_" +
+                           return isa_test_name(std::get<0>(info.param)) + "_" +
                                   std::string(dtype_name(std::get<1>(info.param)));
                          });
 

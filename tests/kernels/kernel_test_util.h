@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "core/dtype.h"
@@ -20,14 +21,22 @@
 
 namespace deepinfer::test {
 
-inline constexpr cpu::Isa kAllIsas[] = {cpu::Isa::kPortable, cpu::Isa::kAvx2, cpu::Isa::kAvx512, cpu::Isa::kAvx512Bf16,
-                                         cpu::Isa::kAmx};
+inline constexpr cpu::Isa kAllIsas[] = {cpu::Isa::kPortable,   cpu::Isa::kAvx2,          cpu::Isa::kAvx512,
+                                         cpu::Isa::kAvx512Bf16, cpu::Isa::kAvx512Bf16Fma, cpu::Isa::kAmx};
 
 inline std::vector<cpu::Isa> supported_isas() {
   std::vector<cpu::Isa> out;
   for (cpu::Isa isa : kAllIsas)
-    if (int(isa) <= int(cpu::best_supported_isa())) out.push_back(isa);
+    if (cpu::cpu_runs(isa)) out.push_back(isa);
   return out;
+}
+
+// The ISA's name as a test-name part (letters, digits and '_').
+inline std::string isa_test_name(cpu::Isa isa) {
+  std::string name(cpu::isa_name(isa));
+  for (char& c : name)
+    if (c == '-') c = '_';
+  return name;
 }
 
 // Sets the ISA for the scope, restoring the previous one after.

@@ -85,7 +85,7 @@ class MlaAttention : public ::testing::TestWithParam<std::tuple<cpu::Isa, Dtypes
 
 TEST_P(MlaAttention, MatchesReferenceAndIsBatchInvariant) {
   const cpu::Isa isa = std::get<0>(GetParam());
-  if (int(isa) > int(cpu::best_supported_isa())) GTEST_SKIP() << "ISA not on this CPU";
+  if (!cpu::cpu_runs(isa)) GTEST_SKIP() << "ISA not on this CPU";
   IsaScope scope(isa);
   const auto [cache_dtype, score_dtype] = std::get<1>(GetParam());
   const CacheFixture st(cache_dtype);
@@ -181,7 +181,7 @@ INSTANTIATE_TEST_SUITE_P(IsasAndCacheDtypes, MlaAttention,
                                                               Dtypes{DType::BF16, DType::BF16})),
                          [](const auto& info) {
                            const Dtypes t = std::get<1>(info.param);
-                           return std::string(cpu::isa_name(std::get<0>(info.param))) + "_" +
+                           return isa_test_name(std::get<0>(info.param)) + "_" +
                                   std::string(dtype_name(t.first)) +
                                   (t.second == DType::BF16 ? "_bf16_scores" : "");
                          });

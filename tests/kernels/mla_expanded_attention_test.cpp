@@ -151,7 +151,7 @@ class MlaExpandedAttention : public ::testing::TestWithParam<Case> {};
 
 TEST_P(MlaExpandedAttention, MatchesTheDoubleReference) {
   const auto [isa, cache_dtype, weight_dtype, dot] = GetParam();
-  if (int(isa) > int(cpu::best_supported_isa())) GTEST_SKIP() << "ISA not on this CPU";
+  if (!cpu::cpu_runs(isa)) GTEST_SKIP() << "ISA not on this CPU";
   IsaScope scope(isa);
   const Fixture f(cache_dtype, weight_dtype);
   // Decodes of two sequences, a chunk past the first expansion chunk, a whole prompt.
@@ -177,7 +177,7 @@ class MlaExpandedInvariance : public ::testing::TestWithParam<Case> {};
 
 TEST_P(MlaExpandedInvariance, RowsAreBitwiseTheSameInEveryChunkingAndBatch) {
   const auto [isa, cache_dtype, weight_dtype, dot] = GetParam();
-  if (int(isa) > int(cpu::best_supported_isa())) GTEST_SKIP() << "ISA not on this CPU";
+  if (!cpu::cpu_runs(isa)) GTEST_SKIP() << "ISA not on this CPU";
   IsaScope scope(isa);
   const Fixture f(cache_dtype, weight_dtype);
   const int32_t n = f.n_ctx[2];
@@ -211,7 +211,7 @@ std::vector<Case> cases() {
 
 std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   const auto [isa, cache, weight, dot] = info.param;
-  return std::string(cpu::isa_name(isa)) + "_cache_" + std::string(dtype_name(cache)) + "_w_" +
+  return isa_test_name(isa) + "_cache_" + std::string(dtype_name(cache)) + "_w_" +
          std::string(dtype_name(weight)) + "_dot_" + std::string(dtype_name(dot));
 }
 

@@ -89,8 +89,8 @@ TEST(Fp4V3Weights, LinearsStayPackedBesideBf16Ones) {
 
 TEST(Fp4V3Weights, LogitsBitwiseTheBf16Expansion) {
   const cpu::Isa saved = cpu::active_isa();
-  for (int level = 0; level <= int(cpu::best_supported_isa()); ++level) {
-    ASSERT_TRUE(cpu::set_active_isa(cpu::Isa(level)));
+  for (int level = 0; level <= int(cpu::Isa::kAmx); ++level) {
+    if (!cpu::set_active_isa(cpu::Isa(level))) continue;  // not on this CPU
     for (DType act : {DType::F32, DType::BF16}) {
       SCOPED_TRACE(std::string(cpu::isa_name(cpu::Isa(level))) + (act == DType::BF16 ? ", bf16" : ", f32") +
                    " activations");

@@ -32,8 +32,8 @@ constexpr Fp4WordShifts make_fp4_dword_shifts() {
 }
 inline constexpr Fp4WordShifts kFp4DwordShifts = make_fp4_dword_shifts();
 
-template <>
-struct Fp4Widen<Avx512Bf16> {
+template <class Dot>
+struct Fp4Widen<Avx512Bf16With<Dot>> {
   // w[h] = elements [16 h, 16 h + 16) of the 32-element block at p16 (16 bytes) with scale byte e,
   // as f32 (exact): VPMULTISHIFTQB moves nibble l of each half's qword to the low bits of dword l,
   // VPERMPS looks it up in the block's scaled values.
@@ -47,18 +47,22 @@ struct Fp4Widen<Avx512Bf16> {
     }
   }
 
-  // acc[i][j] = VDPBF16PS(acc[i][j], x[i][32 b, 32 b + 32), W_j's block b as bf16) for i < MR.
+  // acc[i][j] += x[i][32 b, 32 b + 32) . W_j's block b as bf16, lane-wise pairs as Dot adds them
+  // (Avx512Bf16With's bf16 dot steps), for i < MR.
   template <int MR>
   static void dot_block_bf16(const uint16_t* const* x, const uint8_t* const (&packed)[4],
                              const uint8_t* const (&scales)[4], int64_t b, __m512 (&acc)[MR][4]) {
-    __m512bh w[4];
+    __m512i w[4];
 #pragma GCC unroll 4
-    for (int j = 0; j < 4; ++j) w[j] = (__m512bh)block_bf16(packed[j] + b * 16, scales[j][b]);
+    for (int j = 0; j < 4; ++j) w[j] = block_bf16(packed[j] + b * 16, scales[j][b]);
+#pragma GCC unroll 2
+    for (int p = 0; p < Dot::kParts; ++p) {
 #pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i) {
-      const __m512bh xv = (__m512bh)_mm512_loadu_si512(x[i] + b * kFp4Block);
+      for (int i = 0; i < MR; ++i) {
+        const typename Dot::P xv = Dot::part(_mm512_loadu_si512(x[i] + b * kFp4Block), p);
 #pragma GCC unroll 4
-      for (int j = 0; j < 4; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], xv, w[j]);
+        for (int j = 0; j < 4; ++j) acc[i][j] = Dot::madd(acc[i][j], xv, Dot::part(w[j], p));
+      }
     }
   }
 

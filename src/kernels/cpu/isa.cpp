@@ -47,13 +47,23 @@ bool has_usable_amx_bf16() {
   return false;
 #endif
 }
+
+// CPUID leaf 0's vendor string.
+bool is_intel() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
+  return ebx == 0x756e6547u && edx == 0x49656e69u && ecx == 0x6c65746eu;  // "GenuineIntel"
+}
 #endif
 
 Isa detect() {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
-    return !has_avx512_bf16_vbmi() ? Isa::kAvx512 : has_usable_amx_bf16() ? Isa::kAmx : Isa::kAvx512Bf16;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl")) {
+    if (!has_avx512_bf16_vbmi()) return Isa::kAvx512;
+    if (has_usable_amx_bf16()) return Isa::kAmx;
+    return is_intel() ? Isa::kAvx512Bf16Fma : Isa::kAvx512Bf16;
+  }
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c())
     return Isa::kAvx2;
 #endif
@@ -61,17 +71,17 @@ Isa detect() {
 }
 
 Isa initial() {
-  Isa isa = best_supported_isa();
   if (const char* env = std::getenv("DEEPINFER_CPU_ISA")) {
     const std::string v = env;
-    const Isa want = v == "portable" ? Isa::kPortable
-                     : v == "avx2"   ? Isa::kAvx2
-                     : v == "avx512" ? Isa::kAvx512
-                     : v == "avx512bf16" ? Isa::kAvx512Bf16
-                                         : Isa::kAmx;
-    if (int(want) < int(isa)) isa = want;
+    const Isa want = v == "portable"         ? Isa::kPortable
+                     : v == "avx2"           ? Isa::kAvx2
+                     : v == "avx512"         ? Isa::kAvx512
+                     : v == "avx512bf16"     ? Isa::kAvx512Bf16
+                     : v == "avx512bf16-fma" ? Isa::kAvx512Bf16Fma
+                                             : Isa::kAmx;
+    if (cpu_runs(want)) return want;
   }
-  return isa;
+  return best_supported_isa();
 }
 
 std::atomic<Isa>& active() {
@@ -84,6 +94,7 @@ std::atomic<Isa>& active() {
 std::string_view isa_name(Isa isa) {
   switch (isa) {
     case Isa::kAmx: return "amx";
+    case Isa::kAvx512Bf16Fma: return "avx512bf16-fma";
     case Isa::kAvx512Bf16: return "avx512bf16";
     case Isa::kAvx512: return "avx512";
     case Isa::kAvx2: return "avx2";
@@ -98,8 +109,14 @@ Isa best_supported_isa() {
 
 Isa active_isa() { return active().load(std::memory_order_relaxed); }
 
+bool cpu_runs(Isa isa) {
+  const Isa best = best_supported_isa();
+  if (isa == Isa::kAvx512Bf16Fma) return int(best) >= int(Isa::kAvx512Bf16);
+  return int(isa) <= int(best);
+}
+
 bool set_active_isa(Isa isa) {
-  if (int(isa) > int(best_supported_isa())) return false;
+  if (!cpu_runs(isa)) return false;
   active().store(isa, std::memory_order_relaxed);
   return true;
 }

@@ -74,11 +74,13 @@ extern const KernelTable kPortableKernels;
 extern const KernelTable kAvx2Kernels;
 extern const KernelTable kAvx512Kernels;
 extern const KernelTable kAvx512Bf16Kernels;
-const KernelTable& amx_kernels();  // kAvx512Bf16Kernels plus the packed AMX blocks
+extern const KernelTable kAvx512Bf16FmaKernels;
+const KernelTable& amx_kernels();  // kAvx512Bf16FmaKernels plus the packed AMX blocks
 
 inline const KernelTable& kernels() {
   switch (active_isa()) {
     case Isa::kAmx: return amx_kernels();
+    case Isa::kAvx512Bf16Fma: return kAvx512Bf16FmaKernels;
     case Isa::kAvx512Bf16: return kAvx512Bf16Kernels;
     case Isa::kAvx512: return kAvx512Kernels;
     case Isa::kAvx2: return kAvx2Kernels;

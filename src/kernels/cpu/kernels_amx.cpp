@@ -1,7 +1,8 @@
 // The kernel table for AMX (compiled with its own target flags; see src/kernels/CMakeLists.txt).
 // Only entered when the CPU has AMX-BF16 and the OS granted the tile state (isa.h). It is the
-// AVX-512 BF16 level's table plus the packed blocks: bf16, fp8 and FP4 weights with bf16
-// activations run on tiles at every batch size (simd_amx.h; gemm.h's runs_packed).
+// avx512bf16-fma level's table (AMX CPUs are Intel cores, whose FMAs outrun VDPBF16PS) plus the
+// packed blocks: bf16, fp8 and FP4 weights with bf16 activations run on tiles at every batch size
+// (simd_amx.h; gemm.h's runs_packed).
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/simd_amx.h"
 
@@ -10,7 +11,7 @@ namespace deepinfer::cpu {
 // Built on first use, after every table's static initialization.
 const KernelTable& amx_kernels() {
   static const KernelTable table = [] {
-    KernelTable t = kAvx512Bf16Kernels;
+    KernelTable t = kAvx512Bf16FmaKernels;
     t.pack_bf16x = &amx::pack_bf16x;
     t.linear_block_packed = &amx::linear_block_packed;
     t.swiglu_block_packed = &amx::swiglu_block_packed;

@@ -1,7 +1,9 @@
-// The kernel table for AVX-512 with BF16 (compiled with its own target flags; see
-// src/kernels/CMakeLists.txt). Only entered when the CPU supports it (isa.h). The f32-activation
-// GEMM kernels are the AVX-512 ones (FP4 weights widened with VBMI here); bf16 activations and bf16
-// attention scores use VDPBF16PS (simd_avx512_bf16.h).
+// The kernel tables for AVX-512 with BF16, levels avx512bf16 and avx512bf16-fma (compiled with
+// their own target flags; see src/kernels/CMakeLists.txt). Only entered when the CPU supports it
+// (isa.h). The f32-activation GEMM kernels are the AVX-512 ones (FP4 weights widened with VBMI
+// here). bf16 activations against bf16, fp8 and FP4 weights: VDPBF16PS on avx512bf16, exact f32
+// FMAs on avx512bf16-fma (simd_avx512_bf16.h's Dot policies); the bf16 attention runs VDPBF16PS on
+// both.
 #include "kernels/cpu/simd_avx512_bf16.h"
 #include "kernels/cpu/gemm_kernels.h"
 #include "kernels/cpu/fp4_widen_avx512_bf16.h"
@@ -30,6 +32,12 @@ void swiglu_block_f32(const float* const* x, int64_t m, const LinearWeight& gate
 const KernelTable kAvx512Bf16Kernels = {
     &linear_block_f32,              &swiglu_block_f32,              kAvx512Kernels.outer_block,
     &linear_block_bf16x_any<Avx512Bf16>, &swiglu_block_bf16x_any<Avx512Bf16>, &round_to_bf16<Avx512Bf16>,
+    &mla_attend_row<Avx512Bf16>,
+    &mla_expanded_attend_chunk<Avx512Bf16>};
+
+const KernelTable kAvx512Bf16FmaKernels = {
+    &linear_block_f32,              &swiglu_block_f32,              kAvx512Kernels.outer_block,
+    &linear_block_bf16x_any<Avx512Bf16Fma>, &swiglu_block_bf16x_any<Avx512Bf16Fma>, &round_to_bf16<Avx512Bf16Fma>,
     &mla_attend_row<Avx512Bf16>,
     &mla_expanded_attend_chunk<Avx512Bf16>};
 

@@ -1,12 +1,20 @@
 // AVX-512 with the BF16 extension (and VBMI): the Avx512 vectors, plus the bf16 x bf16
-// dot-product tiles that bf16 activations against bf16 or fp8 weights run on (VDPBF16PS: 32
-// products per instruction; measured at twice the f32 FMA rate on AMD Zen 5, about the same on
-// an AMX-era Intel Xeon: bench/RESULTS.md). fp8 weights become bf16 exactly through two VPERMI2B
-// byte lookups.
-// Included only by kernels_avx512bf16.cpp, compiled for it and run only where the CPU has it.
+// dot-product tiles that bf16 activations against bf16, fp8 and FP4 weights run on, in one of two
+// arithmetics (the Dot policies below), each its own ISA level (isa.h):
+//  - VdpDot (level avx512bf16): VDPBF16PS, 32 products per instruction. On AMD Zen 5 twice the
+//    f32 FMA rate; on Intel's AVX-512 BF16 cores (Sapphire/Emerald Rapids) one instruction per
+//    two cycles, a quarter of the FMA units' products (bench/RESULTS.md).
+//  - FmaDot (level avx512bf16-fma): each bf16 vector split exactly into its even and odd elements
+//    as f32 (a shift and a mask), then two f32 FMAs; about twice VDPBF16PS's products per cycle
+//    on those Intel cores.
+// fp8 weights become bf16 exactly through two VPERMI2B byte lookups.
+// Included only by kernels_avx512bf16.cpp (and simd_amx.h), compiled for it and run only where the
+// CPU has it.
 //
-// Rounding: VCVTNEPS2BF16 rounds to nearest even and, like VDPBF16PS, treats denormal inputs
-// as zero; products are exact and each lane accumulates its pair of products in f32.
+// Rounding: VCVTNEPS2BF16 rounds to nearest even and treats denormal inputs as zero (so bf16
+// activations are never denormal). Products of two bf16 are exact in f32. VdpDot: each lane adds its
+// pair of products into the f32 accumulator (VDPBF16PS, denormal inputs as zero); FmaDot: the even
+// product, then the odd one, each with one rounding (fused multiply-add).
 #pragma once
 
 #include <immintrin.h>
@@ -53,7 +61,27 @@ constexpr Fp8Bf16Tables make_fp8_bf16_tables() {
 }
 inline constexpr Fp8Bf16Tables kFp8Bf16Tables = make_fp8_bf16_tables();
 
-struct Avx512Bf16 : Avx512 {
+// How a lane accumulates its pair of bf16 products. A step splits each raw bf16 vector (32
+// elements: 16 lanes x 2) into kParts operands with part(), then acc = madd(acc, a, b) per part,
+// part 0 first.
+struct VdpDot {
+  static constexpr int kParts = 1;
+  using P = __m512bh;
+  static P part(__m512i v, int) { return __m512bh(v); }
+  static __m512 madd(__m512 acc, P a, P b) { return _mm512_dpbf16_ps(acc, a, b); }
+};
+struct FmaDot {
+  static constexpr int kParts = 2;
+  using P = __m512;
+  // Part 0: the even elements (low halves of the 32-bit lanes) as f32; part 1: the odd ones.
+  static P part(__m512i v, int p) {
+    return _mm512_castsi512_ps(p == 0 ? _mm512_slli_epi32(v, 16) : _mm512_and_si512(v, _mm512_set1_epi32(int(0xffff0000u))));
+  }
+  static __m512 madd(__m512 acc, P a, P b) { return _mm512_fmadd_ps(a, b, acc); }
+};
+
+template <class Dot>
+struct Avx512Bf16With : Avx512 {
   static constexpr bool kBf16Dot = true;
   static constexpr int kPairs = 32;  // bf16 elements per dot-product step
 
@@ -77,32 +105,34 @@ struct Avx512Bf16 : Avx512 {
   }
 
   // acc[i][j] += the lane-wise pair sums of a[i][0, n) . b[j][0, n), bf16 inputs, in 32-element
-  // steps (a masked last step).
+  // steps (a masked last step). Always inlined, so that the caller's accumulators stay in registers
+  // (the byte loads may alias them, so a separate function keeps them in memory: a store per
+  // product step).
   template <int MR, int NR>
-  static void bf16_dot_accumulate(const uint16_t* const* a, const uint16_t* const* b, int64_t n,
+  __attribute__((always_inline)) static void bf16_dot_accumulate(const uint16_t* const* a, const uint16_t* const* b, int64_t n,
                                   __m512 (&acc)[MR][NR]) {
     int64_t k = 0;
-    for (; k + kPairs <= n; k += kPairs) {
-      __m512bh bv[NR];
+    for (; k + kPairs <= n; k += kPairs) dot_step<MR, NR, true>(a, b, k, 0, acc);
+    if (k < n) dot_step<MR, NR, false>(a, b, k, __mmask32((uint64_t(1) << (n - k)) - 1), acc);
+  }
+
+  // One 32-element step of bf16_dot_accumulate (not Full: elements outside mk read as 0). Per
+  // part, the weight operands stay in registers over the MR rows (FmaDot reloads the raw vectors
+  // for its second part rather than hold both parts: 4 x 6 accumulators leave no room).
+  template <int MR, int NR, bool Full>
+  __attribute__((always_inline)) static void dot_step(const uint16_t* const* a, const uint16_t* const* b, int64_t k, __mmask32 mk,
+                       __m512 (&acc)[MR][NR]) {
+    const auto load = [mk](const uint16_t* p) { return Full ? _mm512_loadu_si512(p) : load_words_n(p, mk); };
+#pragma GCC unroll 2
+    for (int p = 0; p < Dot::kParts; ++p) {
+      typename Dot::P bv[NR];
 #pragma GCC unroll 4
-      for (int j = 0; j < NR; ++j) bv[j] = load_bh(b[j] + k);
+      for (int j = 0; j < NR; ++j) bv[j] = Dot::part(load(b[j] + k), p);
 #pragma GCC unroll 16
       for (int i = 0; i < MR; ++i) {
-        const __m512bh av = load_bh(a[i] + k);
+        const typename Dot::P av = Dot::part(load(a[i] + k), p);
 #pragma GCC unroll 4
-        for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], av, bv[j]);
-      }
-    }
-    if (k < n) {
-      const __mmask32 mk = __mmask32((uint64_t(1) << (n - k)) - 1);
-      __m512bh bv[NR];
-#pragma GCC unroll 4
-      for (int j = 0; j < NR; ++j) bv[j] = load_bh_n(b[j] + k, mk);
-#pragma GCC unroll 16
-      for (int i = 0; i < MR; ++i) {
-        const __m512bh av = load_bh_n(a[i] + k, mk);
-#pragma GCC unroll 4
-        for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], av, bv[j]);
+        for (int j = 0; j < NR; ++j) acc[i][j] = Dot::madd(acc[i][j], av, bv[j]);
       }
     }
   }
@@ -190,8 +220,8 @@ struct Avx512Bf16 : Avx512 {
   static constexpr int64_t kFp8Prefetch = 1024;
 
   // Activations [k, k + 32) of a row of k_len, the part past k_len as 0.
-  static __m512bh act_step(const uint16_t* row, int64_t k, int64_t k_len) {
-    return k + kPairs <= k_len ? load_bh(row + k) : load_bh_n(row + k, __mmask32((uint64_t(1) << (k_len - k)) - 1));
+  static __m512i act_step(const uint16_t* row, int64_t k, int64_t k_len) {
+    return k + kPairs <= k_len ? _mm512_loadu_si512(row + k) : load_words_n(row + k, __mmask32((uint64_t(1) << (k_len - k)) - 1));
   }
 
   // fp8_dot_rows for one activation row, converting the 4 weight rows in registers.
@@ -215,9 +245,13 @@ struct Avx512Bf16 : Avx512 {
       for (int h = 0; h < 2; ++h) {
         const int64_t kk = k + kPairs * h;
         if (kk >= k_len) break;
-        const __m512bh a = act_step(x, kk, k_len);
+        const __m512i a = act_step(x, kk, k_len);
+#pragma GCC unroll 2
+        for (int p = 0; p < Dot::kParts; ++p) {
+          const typename Dot::P ap = Dot::part(a, p);
 #pragma GCC unroll 4
-        for (int j = 0; j < NR; ++j) part[j] = _mm512_dpbf16_ps(part[j], a, __m512bh(wv[j][h]));
+          for (int j = 0; j < NR; ++j) part[j] = Dot::madd(part[j], ap, Dot::part(wv[j][h], p));
+        }
         if (++step == steps_per_block || kk + kPairs >= k_len) {
           const int64_t b = kk / seg;
 #pragma GCC unroll 4
@@ -245,12 +279,16 @@ struct Avx512Bf16 : Avx512 {
     const int64_t steps_per_block = seg / kPairs;
     int64_t step = 0;
     for (int64_t k = 0; k < k_len; k += kPairs) {
-      const __m512bh b0 = load_bh(wb[0] + k), b1 = load_bh(wb[1] + k);
+#pragma GCC unroll 2
+      for (int p = 0; p < Dot::kParts; ++p) {
+        const typename Dot::P b0 = Dot::part(_mm512_loadu_si512(wb[0] + k), p);
+        const typename Dot::P b1 = Dot::part(_mm512_loadu_si512(wb[1] + k), p);
 #pragma GCC unroll 16
-      for (int i = 0; i < MR; ++i) {
-        const __m512bh a = act_step(x[i], k, k_len);
-        part[i][0] = _mm512_dpbf16_ps(part[i][0], a, b0);
-        part[i][1] = _mm512_dpbf16_ps(part[i][1], a, b1);
+        for (int i = 0; i < MR; ++i) {
+          const typename Dot::P a = Dot::part(act_step(x[i], k, k_len), p);
+          part[i][0] = Dot::madd(part[i][0], a, b0);
+          part[i][1] = Dot::madd(part[i][1], a, b1);
+        }
       }
       if (++step == steps_per_block || k + kPairs >= k_len) {
         const int64_t b = k / seg;
@@ -271,9 +309,11 @@ struct Avx512Bf16 : Avx512 {
     }
   }
 
-  static __m512bh load_bh(const uint16_t* p) { return __m512bh(_mm512_loadu_si512(p)); }
-  static __m512bh load_bh_n(const uint16_t* p, __mmask32 mk) { return __m512bh(_mm512_maskz_loadu_epi16(mk, p)); }
+  static __m512i load_words_n(const uint16_t* p, __mmask32 mk) { return _mm512_maskz_loadu_epi16(mk, p); }
   static __m256i m256i(__m256bh v) { return __m256i(v); }
 };
+
+using Avx512Bf16 = Avx512Bf16With<VdpDot>;
+using Avx512Bf16Fma = Avx512Bf16With<FmaDot>;
 
 }  // namespace deepinfer::cpu
