@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "core/check.h"
 #include "core/dtype.h"
@@ -70,6 +71,36 @@ typename V::F load_act_n(const float* p, int n) { return V::load_n(p, n); }
 template <class V>
 typename V::F load_act_n(const uint16_t* p, int n) { return V::from_bf16_n(p, n); }
 
+// A bf16 activation row split by V::split_row (levels with V::kSplitRows); read only by
+// V::split_dot_tile.
+struct SplitRow {
+  float v;
+};
+
+// The rows a pass of mr activation rows x runs on against T weights: x itself, or for bf16 weights
+// on a level that splits rows, x split once into a per-thread scratch.
+template <class V, DType T, class XE>
+auto pass_rows(const XE* const* x, int64_t mr, int64_t k_len) {
+  if constexpr (std::is_same_v<XE, uint16_t> && T == DType::BF16 && requires { V::kSplitRows; }) {
+    if constexpr (V::kSplitRows) {
+      thread_local std::vector<float> rows;
+      thread_local std::vector<const SplitRow*> ptrs;
+      const int64_t ld = V::split_row_floats(k_len);
+      rows.resize(size_t(mr * ld));
+      ptrs.resize(size_t(mr));
+      for (int64_t i = 0; i < mr; ++i) {
+        V::split_row(x[i], k_len, rows.data() + i * ld);
+        ptrs[size_t(i)] = reinterpret_cast<const SplitRow*>(rows.data() + i * ld);
+      }
+      return static_cast<const SplitRow* const*>(ptrs.data());
+    } else {
+      return x;
+    }
+  } else {
+    return x;
+  }
+}
+
 // One row of a weight: its elements and (fp8) its row of block scales.
 template <class E>
 struct WeightRow {
@@ -93,61 +124,65 @@ constexpr int64_t kFp8PrefetchBytes = 1024;
 template <class V, class R, int MR, class XE>
 inline void dot_tile(const XE* const* x, const WeightRow<typename R::E>* w, int64_t k_len, int64_t seg,
                      float* out) {
-  if constexpr (std::is_same_v<XE, uint16_t> && !R::kScaled && requires { V::kBf16Dot; })
+  if constexpr (std::is_same_v<XE, SplitRow>) {
+    return V::template split_dot_tile<MR>(reinterpret_cast<const float* const*>(x), w, k_len, out);
+  } else if constexpr (std::is_same_v<XE, uint16_t> && !R::kScaled && requires { V::kBf16Dot; }) {
     return V::template bf16_dot_tile<MR>(x, w, k_len, out);
-  using F = typename V::F;
-  constexpr int NR = 4;
-  F acc[MR][NR];
+  } else {
+    using F = typename V::F;
+    constexpr int NR = 4;
+    F acc[MR][NR];
 #pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
+    for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
-  for (int64_t k0 = 0; k0 < k_len; k0 += seg) {
-    const int64_t k1 = std::min(k_len, k0 + seg);
-    F s[NR];
-    if constexpr (R::kScaled) {
+      for (int j = 0; j < NR; ++j) acc[i][j] = V::zero();
+    for (int64_t k0 = 0; k0 < k_len; k0 += seg) {
+      const int64_t k1 = std::min(k_len, k0 + seg);
+      F s[NR];
+      if constexpr (R::kScaled) {
 #pragma GCC unroll 4
-      for (int j = 0; j < NR; ++j) s[j] = V::bcast(w[j].scales[k0 / seg] * 256.0f);
-    }
-    int64_t k = k0;
-    for (; k + V::kW <= k1; k += V::kW) {
-      if constexpr (R::kScaled)
-        if (k % 64 == 0)
-#pragma GCC unroll 4
-          for (int j = 0; j < NR; ++j) __builtin_prefetch(w[j].data + k + kFp8PrefetchBytes);
-      F wv[NR];
-#pragma GCC unroll 4
-      for (int j = 0; j < NR; ++j) {
-        wv[j] = R::load(w[j].data + k);
-        if constexpr (R::kScaled) wv[j] = V::mul(wv[j], s[j]);
+        for (int j = 0; j < NR; ++j) s[j] = V::bcast(w[j].scales[k0 / seg] * 256.0f);
       }
+      int64_t k = k0;
+      for (; k + V::kW <= k1; k += V::kW) {
+        if constexpr (R::kScaled)
+          if (k % 64 == 0)
+#pragma GCC unroll 4
+            for (int j = 0; j < NR; ++j) __builtin_prefetch(w[j].data + k + kFp8PrefetchBytes);
+        F wv[NR];
+#pragma GCC unroll 4
+        for (int j = 0; j < NR; ++j) {
+          wv[j] = R::load(w[j].data + k);
+          if constexpr (R::kScaled) wv[j] = V::mul(wv[j], s[j]);
+        }
 #pragma GCC unroll 16
-      for (int i = 0; i < MR; ++i) {
-        const F xv = V::pin(load_act<V>(x[i] + k));
+        for (int i = 0; i < MR; ++i) {
+          const F xv = V::pin(load_act<V>(x[i] + k));
 #pragma GCC unroll 4
-        for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(xv, wv[j], acc[i][j]);
+          for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(xv, wv[j], acc[i][j]);
+        }
       }
-    }
-    if (k < k1) {
-      const int n = int(k1 - k);
-      F wv[NR];
+      if (k < k1) {
+        const int n = int(k1 - k);
+        F wv[NR];
 #pragma GCC unroll 4
-      for (int j = 0; j < NR; ++j) {
-        wv[j] = R::load_n(w[j].data + k, n);
-        if constexpr (R::kScaled) wv[j] = V::mul(wv[j], s[j]);
-      }
+        for (int j = 0; j < NR; ++j) {
+          wv[j] = R::load_n(w[j].data + k, n);
+          if constexpr (R::kScaled) wv[j] = V::mul(wv[j], s[j]);
+        }
 #pragma GCC unroll 16
-      for (int i = 0; i < MR; ++i) {
-        const F xv = load_act_n<V>(x[i] + k, n);
+        for (int i = 0; i < MR; ++i) {
+          const F xv = load_act_n<V>(x[i] + k, n);
 #pragma GCC unroll 4
-        for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(xv, wv[j], acc[i][j]);
+          for (int j = 0; j < NR; ++j) acc[i][j] = V::fma(xv, wv[j], acc[i][j]);
+        }
       }
     }
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+      for (int j = 0; j < NR; ++j) out[i * NR + j] = V::hsum(acc[i][j]);
   }
-#pragma GCC unroll 16
-  for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-    for (int j = 0; j < NR; ++j) out[i * NR + j] = V::hsum(acc[i][j]);
 }
 
 // Runs dot_tile over rows [0, m) in tiles of up to 6 rows for the 4 weight rows `w`. A last 7
@@ -189,6 +224,7 @@ void linear_block_t(const XE* const* x, int64_t m, const LinearWeight& w, int64_
   float out[kRowsPerPass * 4];
   for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
     const int64_t mr = std::min(kRowsPerPass, m - r0);
+    const auto xr = pass_rows<V, T>(x + r0, mr, w.n_in);
     for (int64_t t = 0; t < quarter; ++t) {
       int64_t o[4];
       WeightRow<typename R::E> rows[4];
@@ -196,7 +232,7 @@ void linear_block_t(const XE* const* x, int64_t m, const LinearWeight& w, int64_
         o[j] = o_begin + t + j * quarter;
         rows[j] = weight_row<typename R::E>(w, std::min(o[j], o_end - 1));
       }
-      dot_rows<V, R, XE>(x + r0, mr, rows, w.n_in, seg, out);
+      dot_rows<V, R>(xr, mr, rows, w.n_in, seg, out);
       for (int64_t i = 0; i < mr; ++i)
         for (int j = 0; j < 4; ++j)
           if (o[j] < o_end) y[(r0 + i) * ldy + (o[j] - o_begin)] = out[i * 4 + j];
@@ -214,12 +250,13 @@ void swiglu_block_t(const XE* const* x, int64_t m, const LinearWeight& gate, con
   float out[kRowsPerPass * 4];
   for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
     const int64_t mr = std::min(kRowsPerPass, m - r0);
+    const auto xr = pass_rows<V, T>(x + r0, mr, gate.n_in);
     for (int64_t t = 0; t < half; ++t) {
       const int64_t o[2] = {o_begin + t, o_begin + t + half};
       const int64_t o1 = std::min(o[1], o_end - 1);
       const WeightRow<typename R::E> rows[4] = {weight_row<typename R::E>(gate, o[0]), weight_row<typename R::E>(gate, o1),
                                                 weight_row<typename R::E>(up, o[0]), weight_row<typename R::E>(up, o1)};
-      dot_rows<V, R, XE>(x + r0, mr, rows, gate.n_in, seg, out);
+      dot_rows<V, R>(xr, mr, rows, gate.n_in, seg, out);
       for (int64_t i = 0; i < mr; ++i)
         for (int j = 0; j < 2; ++j) {
           if (o[j] >= o_end) continue;
