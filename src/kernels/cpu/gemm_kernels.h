@@ -77,11 +77,11 @@ struct SplitRow {
   float v;
 };
 
-// The rows a pass of mr activation rows x runs on against T weights: x itself, or for bf16 weights
-// on a level that splits rows, x split once into a per-thread scratch.
+// The rows a pass of mr activation rows x runs on against T weights: x itself, or for bf16 and fp8
+// weights on a level that splits rows, x split once into a per-thread scratch.
 template <class V, DType T, class XE>
 auto pass_rows(const XE* const* x, int64_t mr, int64_t k_len) {
-  if constexpr (std::is_same_v<XE, uint16_t> && T == DType::BF16 && requires { V::kSplitRows; }) {
+  if constexpr (std::is_same_v<XE, uint16_t> && (T == DType::BF16 || T == DType::F8_E4M3) && requires { V::kSplitRows; }) {
     if constexpr (V::kSplitRows) {
       thread_local std::vector<float> rows;
       thread_local std::vector<const SplitRow*> ptrs;
@@ -192,21 +192,25 @@ inline void dot_tile(const XE* const* x, const WeightRow<typename R::E>* w, int6
 template <class V, class R, class XE>
 inline void dot_rows(const XE* const* x, int64_t m, const WeightRow<typename R::E>* w, int64_t k_len,
                      int64_t seg, float* out /* [m, 4] */) {
-  if constexpr (std::is_same_v<XE, uint16_t> && R::kScaled && requires { V::kBf16Dot; })
+  if constexpr (std::is_same_v<XE, uint16_t> && R::kScaled && requires { V::kBf16Dot; }) {
     return V::fp8_dot_rows(x, m, w, k_len, seg, out);  // bf16 dot products on exact bf16 weights
-  int64_t r = 0;
-  for (; m - r >= 9 || m - r == 6; r += 6) dot_tile<V, R, 6, XE>(x + r, w, k_len, seg, out + r * 4);
-  if (m - r >= 7) {
-    dot_tile<V, R, 4, XE>(x + r, w, k_len, seg, out + r * 4);
-    r += 4;
-  }
-  switch (m - r) {
-    case 5: dot_tile<V, R, 5, XE>(x + r, w, k_len, seg, out + r * 4); break;
-    case 4: dot_tile<V, R, 4, XE>(x + r, w, k_len, seg, out + r * 4); break;
-    case 3: dot_tile<V, R, 3, XE>(x + r, w, k_len, seg, out + r * 4); break;
-    case 2: dot_tile<V, R, 2, XE>(x + r, w, k_len, seg, out + r * 4); break;
-    case 1: dot_tile<V, R, 1, XE>(x + r, w, k_len, seg, out + r * 4); break;
-    default: break;
+  } else if constexpr (std::is_same_v<XE, SplitRow> && R::kScaled) {
+    return V::fp8_dot_rows(reinterpret_cast<const float* const*>(x), m, w, k_len, seg, out);
+  } else {
+    int64_t r = 0;
+    for (; m - r >= 9 || m - r == 6; r += 6) dot_tile<V, R, 6, XE>(x + r, w, k_len, seg, out + r * 4);
+    if (m - r >= 7) {
+      dot_tile<V, R, 4, XE>(x + r, w, k_len, seg, out + r * 4);
+      r += 4;
+    }
+    switch (m - r) {
+      case 5: dot_tile<V, R, 5, XE>(x + r, w, k_len, seg, out + r * 4); break;
+      case 4: dot_tile<V, R, 4, XE>(x + r, w, k_len, seg, out + r * 4); break;
+      case 3: dot_tile<V, R, 3, XE>(x + r, w, k_len, seg, out + r * 4); break;
+      case 2: dot_tile<V, R, 2, XE>(x + r, w, k_len, seg, out + r * 4); break;
+      case 1: dot_tile<V, R, 1, XE>(x + r, w, k_len, seg, out + r * 4); break;
+      default: break;
+    }
   }
 }
 

@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/simd_avx512.h"
@@ -199,30 +200,57 @@ struct Avx512Bf16With : Avx512 {
   // fp8 (e4m3) weights with per-block scales against bf16 activations: out[i * 4 + j] =
   // sum over scale blocks b of scale_j[b] * dot(x[i], w[j]) restricted to block b, for i < m,
   // j < 4. Every e4m3 value becomes its bf16 exactly (subnormals included; no f32 widening). For
-  // each (i, j): lane l of a partial sum accumulates, with VDPBF16PS from zero, elements
+  // each (i, j): lane l of a partial sum accumulates, as Dot adds pairs, from zero, elements
   // 32s + 2l and 32s + 2l + 1 of the block's 32-element steps s (the last step at k_len masked);
   // at the block's end total = fma(partial, scale, total) lane-wise; then hsum. One row converts
-  // the weights in registers; more rows convert the 4 weight rows once into a bf16 scratch and
-  // run 2-weight-row tiles over it: the same operations either way, so an output depends only on
-  // its activation row and weight row. seg (block_cols) is a multiple of 32.
-  template <class Row>
-  static void fp8_dot_rows(const uint16_t* const* x, int64_t m, const Row* w, int64_t k_len, int64_t seg,
-                           float* out) {
+  // the weights in registers; more rows convert the 4 weight rows once into a scratch (bf16, or
+  // with split activation rows (XA float: split_row) split the same way) and run 2-weight-row
+  // tiles over it: the same operations either way, so an output depends only on its activation
+  // row and weight row. seg (block_cols) is a multiple of 32.
+  template <class Row, class XA>
+  static void fp8_dot_rows(const XA* const* x, int64_t m, const Row* w, int64_t k_len, int64_t seg, float* out) {
     if (m == 1) return fp8_dot_row(x[0], w, k_len, seg, out);
     const int64_t ld = (k_len + 63) / 64 * 64;
-    thread_local std::vector<uint16_t> scratch;  // [4, ld]: the weight rows as bf16, zero-padded
+    using WE = std::conditional_t<std::is_same_v<XA, float>, float, uint16_t>;
+    thread_local std::vector<WE> scratch;  // [4, ld]: the weight rows as bf16 (or split), zero-padded
     if (scratch.size() < size_t(4 * ld)) scratch.resize(size_t(4 * ld));
     const Fp8Lut t;
     for (int j = 0; j < 4; ++j)
       for (int64_t k = 0; k < k_len; k += 64) {
-        __m512i w0, w1;
+        __m512i wv[2];
         _mm_prefetch(reinterpret_cast<const char*>(w[j].data + k + kFp8Prefetch), _MM_HINT_T0);
-        fp8x64_to_bf16(t, w[j].data + k, int(std::min<int64_t>(64, k_len - k)), w0, w1);
-        _mm512_storeu_si512(scratch.data() + j * ld + k, w0);
-        _mm512_storeu_si512(scratch.data() + j * ld + k + 32, w1);
+        fp8x64_to_bf16(t, w[j].data + k, int(std::min<int64_t>(64, k_len - k)), wv[0], wv[1]);
+        WE* dst = scratch.data() + j * ld + k;
+        for (int h = 0; h < 2; ++h) {
+          if constexpr (std::is_same_v<WE, float>) {
+#pragma GCC unroll 2
+            for (int p = 0; p < Dot::kParts; ++p) _mm512_storeu_ps(dst + kPairs * h + 16 * p, Dot::part(wv[h], p));
+          } else {
+            _mm512_storeu_si512(dst + kPairs * h, wv[h]);
+          }
+        }
       }
+    if constexpr (std::is_same_v<WE, float>) {  // split rows: 4-weight-row tiles (twice the bytes per row)
+      const float* wb[4] = {scratch.data(), scratch.data() + ld, scratch.data() + 2 * ld, scratch.data() + 3 * ld};
+      const float* sc[4] = {w[0].scales, w[1].scales, w[2].scales, w[3].scales};
+      int64_t r = 0;
+      for (; m - r >= 9 || m - r == 6; r += 6) split_scaled_tile<6>(x + r, wb, sc, k_len, seg, out + r * 4);
+      if (m - r >= 7) {
+        split_scaled_tile<4>(x + r, wb, sc, k_len, seg, out + r * 4);
+        r += 4;
+      }
+      switch (m - r) {
+        case 5: split_scaled_tile<5>(x + r, wb, sc, k_len, seg, out + r * 4); break;
+        case 4: split_scaled_tile<4>(x + r, wb, sc, k_len, seg, out + r * 4); break;
+        case 3: split_scaled_tile<3>(x + r, wb, sc, k_len, seg, out + r * 4); break;
+        case 2: split_scaled_tile<2>(x + r, wb, sc, k_len, seg, out + r * 4); break;
+        case 1: split_scaled_tile<1>(x + r, wb, sc, k_len, seg, out + r * 4); break;
+        default: break;
+      }
+      return;
+    }
     for (int j = 0; j < 4; j += 2) {
-      const uint16_t* wb[2] = {scratch.data() + j * ld, scratch.data() + (j + 1) * ld};
+      const WE* wb[2] = {scratch.data() + j * ld, scratch.data() + (j + 1) * ld};
       const float* sc[2] = {w[j].scales, w[j + 1].scales};
       int64_t r = 0;
       for (; m - r >= 9 || m - r == 6; r += 6) scaled_tile<6>(x + r, wb, sc, k_len, seg, out + r * 4 + j);
@@ -283,9 +311,19 @@ struct Avx512Bf16With : Avx512 {
     return k + kPairs <= k_len ? _mm512_loadu_si512(row + k) : load_words_n(row + k, __mmask32((uint64_t(1) << (k_len - k)) - 1));
   }
 
+  // Part p of the activation step at k of a row of k_len: a bf16 row converted here, or a split
+  // row (split_row) read as split.
+  static typename Dot::P act_part(const uint16_t* row, int64_t k, int64_t k_len, int p) {
+    return Dot::part(act_step(row, k, k_len), p);
+  }
+  static __m512 act_part(const float* row, int64_t k, int64_t, int p) { return _mm512_loadu_ps(row + k + 16 * p); }
+  // Part p of the weight step at k of a bf16 or split scratch row.
+  static typename Dot::P weight_part(const uint16_t* row, int64_t k, int p) { return Dot::part(_mm512_loadu_si512(row + k), p); }
+  static __m512 weight_part(const float* row, int64_t k, int p) { return _mm512_loadu_ps(row + k + 16 * p); }
+
   // fp8_dot_rows for one activation row, converting the 4 weight rows in registers.
-  template <class Row>
-  static void fp8_dot_row(const uint16_t* x, const Row* w, int64_t k_len, int64_t seg, float* out) {
+  template <class Row, class XA>
+  static void fp8_dot_row(const XA* x, const Row* w, int64_t k_len, int64_t seg, float* out) {
     constexpr int NR = 4;
     const Fp8Lut t;
     __m512 part[NR], total[NR];
@@ -304,10 +342,9 @@ struct Avx512Bf16With : Avx512 {
       for (int h = 0; h < 2; ++h) {
         const int64_t kk = k + kPairs * h;
         if (kk >= k_len) break;
-        const __m512i a = act_step(x, kk, k_len);
 #pragma GCC unroll 2
         for (int p = 0; p < Dot::kParts; ++p) {
-          const typename Dot::P ap = Dot::part(a, p);
+          const typename Dot::P ap = act_part(x, kk, k_len, p);
 #pragma GCC unroll 4
           for (int j = 0; j < NR; ++j) part[j] = Dot::madd(part[j], ap, Dot::part(wv[j][h], p));
         }
@@ -326,12 +363,12 @@ struct Avx512Bf16With : Avx512 {
     for (int j = 0; j < NR; ++j) out[j] = hsum(total[j]);
   }
 
-  // MR activation rows against 2 bf16 weight rows wb (zero-padded to a multiple of 64) with
-  // their block scales; out[i * 4 + j] for i < MR, j < 2. The per-output sequence of
-  // fp8_dot_row.
-  template <int MR>
-  static void scaled_tile(const uint16_t* const* x, const uint16_t* const (&wb)[2], const float* const (&sc)[2],
-                          int64_t k_len, int64_t seg, float* out) {
+  // MR activation rows against 2 weight rows wb (bf16, or split for split activation rows;
+  // zero-padded to a multiple of 64) with their block scales; out[i * 4 + j] for i < MR, j < 2.
+  // The per-output sequence of fp8_dot_row.
+  template <int MR, class XA, class WE>
+  static void scaled_tile(const XA* const* x, const WE* const (&wb)[2], const float* const (&sc)[2], int64_t k_len,
+                          int64_t seg, float* out) {
     __m512 part[MR][2], total[MR][2];
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i) part[i][0] = part[i][1] = total[i][0] = total[i][1] = _mm512_setzero_ps();
@@ -340,11 +377,10 @@ struct Avx512Bf16With : Avx512 {
     for (int64_t k = 0; k < k_len; k += kPairs) {
 #pragma GCC unroll 2
       for (int p = 0; p < Dot::kParts; ++p) {
-        const typename Dot::P b0 = Dot::part(_mm512_loadu_si512(wb[0] + k), p);
-        const typename Dot::P b1 = Dot::part(_mm512_loadu_si512(wb[1] + k), p);
+        const typename Dot::P b0 = weight_part(wb[0], k, p), b1 = weight_part(wb[1], k, p);
 #pragma GCC unroll 16
         for (int i = 0; i < MR; ++i) {
-          const typename Dot::P a = Dot::part(act_step(x[i], k, k_len), p);
+          const typename Dot::P a = act_part(x[i], k, k_len, p);
           part[i][0] = Dot::madd(part[i][0], a, b0);
           part[i][1] = Dot::madd(part[i][1], a, b1);
         }
@@ -366,6 +402,53 @@ struct Avx512Bf16With : Avx512 {
       out[i * 4] = hsum(total[i][0]);
       out[i * 4 + 1] = hsum(total[i][1]);
     }
+  }
+
+  // scaled_tile for split activation rows against 4 split weight rows: MR x 4 partial sums in
+  // registers, the totals in memory (updated once per scale block), so that each activation vector
+  // feeds 4 products. The per-output sequence of fp8_dot_row.
+  template <int MR>
+  static void split_scaled_tile(const float* const* x, const float* const (&wb)[4], const float* const (&sc)[4],
+                                int64_t k_len, int64_t seg, float* out) {
+    __m512 part[MR][4];
+    alignas(64) float total[MR][4][16] = {};
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) part[i][j] = _mm512_setzero_ps();
+    const int64_t steps_per_block = seg / kPairs;
+    int64_t step = 0, blk = 0;
+    for (int64_t k = 0; k < k_len; k += kPairs) {
+#pragma GCC unroll 2
+      for (int p = 0; p < Dot::kParts; ++p) {
+        __m512 b[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) b[j] = weight_part(wb[j], k, p);
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; ++i) {
+          const __m512 a = act_part(x[i], k, k_len, p);
+#pragma GCC unroll 4
+          for (int j = 0; j < 4; ++j) part[i][j] = Dot::madd(part[i][j], a, b[j]);
+        }
+      }
+      if (++step == steps_per_block || k + kPairs >= k_len) {
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) {
+          const __m512 s = _mm512_set1_ps(sc[j][blk]);
+#pragma GCC unroll 16
+          for (int i = 0; i < MR; ++i) {
+            _mm512_store_ps(total[i][j], _mm512_fmadd_ps(part[i][j], s, _mm512_load_ps(total[i][j])));
+            part[i][j] = _mm512_setzero_ps();
+          }
+        }
+        step = 0;
+        ++blk;
+      }
+    }
+#pragma GCC unroll 16
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) out[i * 4 + j] = hsum(_mm512_load_ps(total[i][j]));
   }
 
   static __m512i load_words_n(const uint16_t* p, __mmask32 mk) { return _mm512_maskz_loadu_epi16(mk, p); }
