@@ -3,7 +3,7 @@
 // arithmetics (the Dot policies below), each its own ISA level (isa.h):
 //  - VdpDot (level avx512bf16): VDPBF16PS, 32 products per instruction. On AMD Zen 5 twice the
 //    f32 FMA rate; on Intel's AVX-512 BF16 cores (Sapphire/Emerald Rapids) one instruction per
-//    two cycles, a quarter of the FMA units' products (bench/RESULTS.md).
+//    two cycles, half the products the two FMA units give (bench/RESULTS.md).
 //  - FmaDot (level avx512bf16-fma): each bf16 vector split exactly into its even and odd elements
 //    as f32 (a shift and a mask), then two f32 FMAs; about twice VDPBF16PS's products per cycle
 //    on those Intel cores.
@@ -144,8 +144,8 @@ struct Avx512Bf16With : Avx512 {
   // (the byte loads may alias them, so a separate function keeps them in memory: a store per
   // product step).
   template <int MR, int NR>
-  __attribute__((always_inline)) static void bf16_dot_accumulate(const uint16_t* const* a, const uint16_t* const* b, int64_t n,
-                                  __m512 (&acc)[MR][NR]) {
+  __attribute__((always_inline)) static void bf16_dot_accumulate(const uint16_t* const* a, const uint16_t* const* b,
+                                                                 int64_t n, __m512 (&acc)[MR][NR]) {
     int64_t k = 0;
     for (; k + kPairs <= n; k += kPairs) dot_step<MR, NR, true>(a, b, k, 0, acc);
     if (k < n) dot_step<MR, NR, false>(a, b, k, __mmask32((uint64_t(1) << (n - k)) - 1), acc);
@@ -155,8 +155,8 @@ struct Avx512Bf16With : Avx512 {
   // part, the weight operands stay in registers over the MR rows (FmaDot reloads the raw vectors
   // for its second part rather than hold both parts: 4 x 6 accumulators leave no room).
   template <int MR, int NR, bool Full>
-  __attribute__((always_inline)) static void dot_step(const uint16_t* const* a, const uint16_t* const* b, int64_t k, __mmask32 mk,
-                       __m512 (&acc)[MR][NR]) {
+  __attribute__((always_inline)) static void dot_step(const uint16_t* const* a, const uint16_t* const* b, int64_t k,
+                                                      __mmask32 mk, __m512 (&acc)[MR][NR]) {
     const auto load = [mk](const uint16_t* p) { return Full ? _mm512_loadu_si512(p) : load_words_n(p, mk); };
 #pragma GCC unroll 2
     for (int p = 0; p < Dot::kParts; ++p) {
