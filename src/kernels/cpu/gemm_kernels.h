@@ -71,8 +71,7 @@ typename V::F load_act_n(const float* p, int n) { return V::load_n(p, n); }
 template <class V>
 typename V::F load_act_n(const uint16_t* p, int n) { return V::from_bf16_n(p, n); }
 
-// A bf16 activation row split by V::split_row (levels with V::kSplitRows); read only by
-// V::split_dot_tile.
+// A bf16 activation row split by V::split_row (levels with V::kSplitRows); read only by V's tiles.
 struct SplitRow {
   float v;
 };
@@ -125,7 +124,7 @@ template <class V, class R, int MR, class XE>
 inline void dot_tile(const XE* const* x, const WeightRow<typename R::E>* w, int64_t k_len, int64_t seg,
                      float* out) {
   if constexpr (std::is_same_v<XE, SplitRow>) {
-    return V::template split_dot_tile<MR>(reinterpret_cast<const float* const*>(x), w, k_len, out);
+    return V::template bf16_dot_tile<MR>(reinterpret_cast<const float* const*>(x), w, k_len, out);
   } else if constexpr (std::is_same_v<XE, uint16_t> && !R::kScaled && requires { V::kBf16Dot; }) {
     return V::template bf16_dot_tile<MR>(x, w, k_len, out);
   } else {

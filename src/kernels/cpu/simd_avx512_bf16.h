@@ -86,11 +86,12 @@ struct Avx512Bf16With : Avx512 {
   static constexpr bool kBf16Dot = true;
   static constexpr int kPairs = 32;  // bf16 elements per dot-product step
 
-  // out[i * 4 + j] = dot(x[i][0, k_len), w[j][0, k_len)) for i < MR, j < 4; x and w bf16.
+  // out[i * 4 + j] = dot(x[i][0, k_len), w[j][0, k_len)) for i < MR, j < 4; w bf16, x bf16 rows
+  // (XA uint16_t) or rows split by split_row (XA float, levels with kSplitRows).
   // Lane l of each accumulator sums elements 32s + 2l and 32s + 2l + 1 over steps s in order,
   // then the lanes are added by Avx512::hsum: the order depends only on k_len.
-  template <int MR, class Row>
-  static void bf16_dot_tile(const uint16_t* const* x, const Row* w, int64_t k_len, float* out) {
+  template <int MR, class Row, class XA>
+  static void bf16_dot_tile(const XA* const* x, const Row* w, int64_t k_len, float* out) {
     constexpr int NR = 4;
     const uint16_t* wd[NR] = {w[0].data, w[1].data, w[2].data, w[3].data};
     __m512 acc[MR][NR];
@@ -98,7 +99,13 @@ struct Avx512Bf16With : Avx512 {
     for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
       for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
-    bf16_dot_accumulate<MR, NR>(x, wd, k_len, acc);
+    if constexpr (std::is_same_v<XA, float>) {
+      int64_t k = 0;
+      for (; k + kPairs <= k_len; k += kPairs) split_step<MR, NR, true>(x, wd, k, 0, acc);
+      if (k < k_len) split_step<MR, NR, false>(x, wd, k, __mmask32((uint64_t(1) << (k_len - k)) - 1), acc);
+    } else {
+      bf16_dot_accumulate<MR, NR>(x, wd, k_len, acc);
+    }
 #pragma GCC unroll 16
     for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
@@ -106,7 +113,7 @@ struct Avx512Bf16With : Avx512 {
   }
 
   // Levels whose Dot splits each bf16 vector (FmaDot): the GEMM drivers split a pass's activation
-  // rows once (split_row) and run split_dot_tile on them, rather than converting every row again
+  // rows once (split_row) and run bf16_dot_tile on them, rather than converting every row again
   // for every 4 weight rows. Bitwise the same outputs as bf16_dot_tile on the rows themselves.
   static constexpr bool kSplitRows = Dot::kParts == 2;
   // Floats of one split row: whole 32-element steps.
@@ -119,24 +126,6 @@ struct Avx512Bf16With : Avx512 {
 #pragma GCC unroll 2
       for (int p = 0; p < Dot::kParts; ++p) _mm512_storeu_ps(out + k + 16 * p, Dot::part(v, p));
     }
-  }
-  // bf16_dot_tile<MR> with activation rows split by split_row.
-  template <int MR, class Row>
-  static void split_dot_tile(const float* const* x, const Row* w, int64_t k_len, float* out) {
-    constexpr int NR = 4;
-    const uint16_t* wd[NR] = {w[0].data, w[1].data, w[2].data, w[3].data};
-    __m512 acc[MR][NR];
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-      for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
-    int64_t k = 0;
-    for (; k + kPairs <= k_len; k += kPairs) split_step<MR, NR, true>(x, wd, k, 0, acc);
-    if (k < k_len) split_step<MR, NR, false>(x, wd, k, __mmask32((uint64_t(1) << (k_len - k)) - 1), acc);
-#pragma GCC unroll 16
-    for (int i = 0; i < MR; ++i)
-#pragma GCC unroll 4
-      for (int j = 0; j < NR; ++j) out[i * NR + j] = hsum(acc[i][j]);
   }
 
   // acc[i][j] += the lane-wise pair sums of a[i][0, n) . b[j][0, n), bf16 inputs, in 32-element
