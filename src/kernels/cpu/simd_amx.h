@@ -11,12 +11,14 @@
 // f32, transposed into y by the epilogue. Past n_in, m and the block's outputs both operands are
 // zero; the matrix is never read beyond its end.
 //
-// Bits. TDPBF16PS adds each chunk's 32 exact products into the f32 accumulator in an order of
-// its own (not VDPBF16PS's); measured on this project's Xeon, an output depends only on its own
-// A row and B column (not on the tile's other rows or columns, nor on which operand is which).
-// Every output is one accumulator zeroed and then fed chunks 0, 1, ... in order, so its bits
-// depend only on its weight row and its activation row: never on m, the tile it lands in, the
-// block, the pass or the thread.
+// Bits. TDPBF16PS computes what the Intel SDM's pseudo-code for it says (every output of the
+// kernels tested bitwise against it: amx_tile_arithmetic_test.cpp): per chunk, the 16 even and the
+// 16 odd products are accumulated separately, each by f32 FMAs from zero in ascending k, and their
+// sum is added to the accumulator (round to nearest even, subnormal inputs and outputs flushed);
+// not VDPBF16PS's order. An output thus depends only on its own A row and B column. Every output
+// is one accumulator zeroed and then fed chunks 0, 1, ... in order, so its bits depend only on
+// its weight row and its activation row: never on m, the tile it lands in, the block, the pass or
+// the thread; and any kernel that takes the same steps (on FMA units, say) gives the same bits.
 //
 // fp8 weights (block_cols a multiple of 32, block_rows of 16, so that a tile's 16 rows share one
 // scale row and a chunk lies in one column block): each output's chunks of one scale block are

@@ -1,0 +1,135 @@
+// The amx level's outputs, bitwise, against an independent model of its arithmetic: TDPBF16PS as
+// Intel's Software Developer's Manual gives its operation. Per instruction (32 elements of k), the
+// even and the odd elements' products are accumulated separately, each by f32 fused multiply-adds
+// from zero in ascending k, and their sum is then added to the accumulator; every step rounds to
+// nearest even with input and output subnormals flushed to zero. On top of that, simd_amx.h's
+// contract: bf16 weights (and FP4 weights, as their exact bf16 expansion) feed one accumulator from
+// zero, chunk after chunk; fp8 weights feed one per scale block, whose partial then goes into the
+// total as fma(partial, scale, total). Rows of 1, 16 and 37 tokens (streamed weight rows, panels,
+// several token tiles), n_in with a tail past the last chunk. Skipped without AMX.
+//
+// What it pins: a kernel that reproduces these steps (on FMA units, say) gives the tiles' bits,
+// so the amx level may choose per batch size between the two without breaking batch invariance.
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "kernel_test_util.h"
+#include "kernels/cpu/gemm.h"
+
+namespace deepinfer::test {
+namespace {
+
+class AmxTileArithmetic : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cpu::best_supported_isa() < cpu::Isa::kAmx) GTEST_SKIP() << "no AMX on this CPU (or not granted by the OS)";
+  }
+  IsaScope scope{cpu::best_supported_isa() >= cpu::Isa::kAmx ? cpu::Isa::kAmx : cpu::active_isa()};
+};
+
+float flush(float v) { return std::fabs(v) < FLT_MIN ? std::copysign(0.0f, v) : v; }
+
+// One TDPBF16PS step of one output: acc + (sum of even products + sum of odd products) over the
+// elements [k0, min(k0 + 32, n)) of x and w (bf16 values).
+float tile_step(float acc, const float* x, const float* w, int64_t k0, int64_t n) {
+  float even = 0.0f, odd = 0.0f;
+  for (int64_t i = k0; i < std::min(k0 + 32, n); ++i) {
+    float& sum = (i - k0) % 2 == 0 ? even : odd;
+    sum = flush(std::fma(flush(x[i]), flush(w[i]), sum));
+  }
+  return flush(acc + flush(even + odd));
+}
+
+// x . w over [k0, k1) as the tiles compute it from a zeroed accumulator.
+float tile_dot(const float* x, const float* w, int64_t k0, int64_t k1) {
+  float acc = 0.0f;
+  for (int64_t k = k0; k < k1; k += 32) acc = tile_step(acc, x, w, k, k1);
+  return acc;
+}
+
+::testing::AssertionResult same_bits(float got, float want, int64_t r, int64_t o) {
+  if (std::memcmp(&got, &want, 4) == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "row " << r << " output " << o << ": " << got << " vs " << want;
+}
+
+const int64_t kBatches[] = {1, 16, 37};
+
+TEST_F(AmxTileArithmetic, Bf16LinearIsTheManualsTdpbf16ps) {
+  for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{37, 300}, {64, 2048}, {20, 1040}}) {
+    SCOPED_TRACE(std::to_string(n_out) + " x " + std::to_string(n_in));
+    TestWeight tw(DType::BF16, n_out, n_in, 7);
+    tw.w.act_dtype = DType::BF16;
+    const std::vector<float> x = random_floats(size_t(37 * n_in), 11);
+    for (int64_t m : kBatches) {
+      std::vector<float> y(size_t(m * n_out));
+      cpu::linear({x.data(), n_in, m, &tw.w, y.data(), n_out});
+      for (int64_t r = 0; r < m; ++r) {
+        const std::vector<float> xr = bf16_rounded(x.data() + r * n_in, size_t(n_in));
+        for (int64_t o = 0; o < n_out; ++o)
+          ASSERT_TRUE(same_bits(y[size_t(r * n_out + o)], tile_dot(xr.data(), weight_row(tw.w, o).data(), 0, n_in), r, o));
+      }
+    }
+  }
+}
+
+TEST_F(AmxTileArithmetic, Fp8LinearIsTheManualsTdpbf16psPerScaleBlock) {
+  for (auto [n_out, n_in, block] : {std::tuple<int64_t, int64_t, int>{37, 300, 128}, {130, 1040, 32}, {16, 2048, 128}}) {
+    SCOPED_TRACE(std::to_string(n_out) + " x " + std::to_string(n_in) + ", blocks of " + std::to_string(block));
+    TestWeight tw(DType::F8_E4M3, n_out, n_in, 7, block);
+    tw.w.act_dtype = DType::BF16;
+    const int64_t n_cb = (n_in + block - 1) / block;
+    const std::vector<float> x = random_floats(size_t(37 * n_in), 11);
+    for (int64_t m : kBatches) {
+      std::vector<float> y(size_t(m * n_out));
+      cpu::linear({x.data(), n_in, m, &tw.w, y.data(), n_out});
+      for (int64_t r = 0; r < m; ++r) {
+        const std::vector<float> xr = bf16_rounded(x.data() + r * n_in, size_t(n_in));
+        for (int64_t o = 0; o < n_out; ++o) {
+          std::vector<float> codes(static_cast<size_t>(n_in));  // the e4m3 values, before their scales
+          for (int64_t i = 0; i < n_in; ++i) codes[size_t(i)] = fp8_e4m3_to_f32(tw.bytes[size_t(o * n_in + i)]);
+          float total = 0.0f;
+          for (int64_t b = 0; b < n_cb; ++b) {
+            const float part = tile_dot(xr.data(), codes.data(), b * block, std::min(n_in, (b + 1) * block));
+            total = std::fma(part, tw.scales[size_t(o / block * n_cb + b)], total);
+          }
+          ASSERT_TRUE(same_bits(y[size_t(r * n_out + o)], total, r, o));
+        }
+      }
+    }
+  }
+}
+
+TEST_F(AmxTileArithmetic, Fp4LinearIsTheManualsTdpbf16psOnItsValues) {
+  const int64_t n_out = 40, n_in = 1056;
+  std::vector<uint8_t> packed(size_t(n_out * n_in / 2)), scales(size_t(n_out * n_in / 32));
+  std::mt19937 rng(5);
+  for (uint8_t& b : packed) b = uint8_t(rng());
+  for (uint8_t& e : scales) e = uint8_t(118 + rng() % 9);
+  LinearWeight w{DType::F4_E2M1, packed.data(), n_out, n_in};
+  w.scale_e8m0 = scales.data();
+  w.act_dtype = DType::BF16;
+  const std::vector<float> x = random_floats(size_t(37 * n_in), 13);
+  for (int64_t m : kBatches) {
+    std::vector<float> y(size_t(m * n_out));
+    cpu::linear({x.data(), n_in, m, &w, y.data(), n_out});
+    for (int64_t r = 0; r < m; ++r) {
+      const std::vector<float> xr = bf16_rounded(x.data() + r * n_in, size_t(n_in));
+      for (int64_t o = 0; o < n_out; ++o) {
+        std::vector<float> row(static_cast<size_t>(n_in));  // code times its block's scale: a bf16 value
+        for (int64_t j = 0; j < n_in; ++j)
+          row[size_t(j)] = fp4_e2m1_at(packed.data() + o * n_in / 2, j) * ue8m0_to_f32(scales[size_t((o * n_in + j) / 32)]);
+        ASSERT_TRUE(same_bits(y[size_t(r * n_out + o)], tile_dot(xr.data(), row.data(), 0, n_in), r, o));
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace deepinfer::test
