@@ -162,10 +162,12 @@ void Relay::on_done(const bench::HttpResult& result) {
   if (result.error.empty()) {
     switch (phase_) {
       case Phase::kStream:
+        count(Outcome::kSuccess);
         responder_->write(std::move(partial_event_));
         responder_->end();
         return finish(Outcome::kSuccess);
       case Phase::kBuffer:
+        count(status_ < 400 ? Outcome::kSuccess : Outcome::kWorkerError);
         responder_->send(status_, content_type_.empty() ? "application/json" : content_type_, std::move(body_),
                          pass_headers_);
         return finish(status_ < 400 ? Outcome::kSuccess : Outcome::kWorkerError);
@@ -193,6 +195,7 @@ void Relay::on_done(const bench::HttpResult& result) {
   const std::string why = result.error == "timeout" ? "timed out" : "failed (" + result.detail + ")";
   const std::string message = "the decode worker " + decode_url + " " + why;
   if (phase_ == Phase::kStream) {
+    count(Outcome::kUpstreamFailed);
     responder_->write("data: " + error_body(message, "upstream_error", "decode_failed") + "\n\ndata: [DONE]\n\n");
     responder_->end();
     return finish(Outcome::kUpstreamFailed);
@@ -202,15 +205,22 @@ void Relay::on_done(const bench::HttpResult& result) {
 
 void Relay::fail(int status, const std::string& message, const std::string& type, const std::string& code,
                  Outcome outcome) {
+  count(outcome);
   responder_->send(status, "application/json", error_body(message, type, code),
                    status == 503 ? bench::HeaderList{{"Retry-After", "1"}} : bench::HeaderList{});
   finish(outcome);
 }
 
+void Relay::count(Outcome outcome) {
+  if (counted_) return;
+  counted_ = true;
+  ctx_.metrics.count(endpoint_, outcome);
+}
+
 void Relay::finish(Outcome outcome) {
   if (finished_) return;
   finished_ = true;
-  ctx_.metrics.count(endpoint_, outcome);
+  count(outcome);
   ctx_.n_active.fetch_sub(1);
 }
 

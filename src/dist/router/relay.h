@@ -56,6 +56,10 @@ class Relay : public std::enable_shared_from_this<Relay> {
   void on_done(const bench::HttpResult& result);
   void release_workers();
   void fail(int status, const std::string& message, const std::string& type, const std::string& code, Outcome outcome);
+  // Counts the request's outcome once; called before the client can see the final answer, so a
+  // client that reads /metrics right after it finds it counted.
+  void count(Outcome outcome);
+  // Counts (if not yet) and releases the request's place among the active ones (shutdown waits).
   void finish(Outcome outcome);
 
   RouterContext& ctx_;
@@ -76,6 +80,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
   std::string body_;                // kBuffer: the answer so far; kDiscard: the start of the retry answer
   bool too_large_ = false;
   bool client_gone_ = false;
+  bool counted_ = false;
   bool finished_ = false;
   std::string partial_event_;       // kStream: bytes after the last complete event, held back
 };
