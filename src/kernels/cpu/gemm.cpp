@@ -35,8 +35,8 @@ const uint16_t* const* bf16_rows(const float* const* x, int64_t m, int64_t n, Bf
 
 const uint16_t* packed_bf16_rows(const float* const* x, int64_t m, int64_t n, std::vector<uint16_t>& buf) {
   const KernelTable& k = kernels();
-  const int64_t tile_elems = amx_packed_elems(16, n);
-  buf.resize(size_t(amx_packed_elems(m, n)));
+  const int64_t tile_elems = k.packed_elems(16, n);
+  buf.resize(size_t(k.packed_elems(m, n)));
   uint16_t* out = buf.data();
 #pragma omp parallel for schedule(static) if (m * n >= (1 << 16))
   for (int64_t t = 0; t < (m + 15) / 16; ++t) k.pack_bf16x(x + t * 16, std::min<int64_t>(16, m - t * 16), n, out + t * tile_elems);
@@ -44,13 +44,14 @@ const uint16_t* packed_bf16_rows(const float* const* x, int64_t m, int64_t n, st
 }
 
 bool runs_packed(const LinearWeight& w) {
-  if (w.act_dtype != DType::BF16 || kernels().linear_block_packed == nullptr) return false;
-  switch (w.dtype) {
-    case DType::BF16: return true;
-    case DType::F8_E4M3: return w.block_cols % 32 == 0 && w.block_rows % 16 == 0;
-    case DType::F4_E2M1: return w.scale_e8m0 != nullptr && w.n_in % 32 == 0;  // else the checks of fp4_kernels.h
-    default: return false;
-  }
+  const KernelTable& k = kernels();
+  return w.act_dtype == DType::BF16 && k.packs != nullptr && k.packs(w);
+}
+
+int64_t packed_column_block(int64_t n_out, int64_t tile_row_bytes, int64_t row_bytes, int64_t m) {
+  if (!kernels().packs_tiles) return column_block(n_out, row_bytes);
+  const int64_t nb = column_block(n_out, m <= 16 ? 1 : tile_row_bytes);
+  return (nb + 31) / 32 * 32;
 }
 
 void embed(const EmbedParams& p) {
@@ -72,7 +73,7 @@ void linear(const LinearParams& p) {
   if (runs_packed(w)) {
     thread_local std::vector<uint16_t> packed_buf;
     const uint16_t* packed = packed_bf16_rows(x, p.m, w.n_in, packed_buf);
-    const int64_t nb = packed_column_block(w.n_out, w.n_in * 2, p.m);
+    const int64_t nb = packed_column_block(w.n_out, w.n_in * 2, weight_row_bytes(w), p.m);
     const int64_t n_blocks = (w.n_out + nb - 1) / nb;
 #pragma omp parallel for schedule(static) if (n_blocks > 1)
     for (int64_t b = 0; b < n_blocks; ++b) {
@@ -106,7 +107,7 @@ void swiglu(const SwigluParams& p) {
   if (runs_packed(g)) {
     thread_local std::vector<uint16_t> packed_buf;
     const uint16_t* packed = packed_bf16_rows(x, p.m, g.n_in, packed_buf);
-    const int64_t nb = packed_column_block(g.n_out, 4 * g.n_in, p.m);
+    const int64_t nb = packed_column_block(g.n_out, 4 * g.n_in, 2 * weight_row_bytes(g), p.m);
     const int64_t n_blocks = (g.n_out + nb - 1) / nb;
 #pragma omp parallel for schedule(static) if (n_blocks > 1)
     for (int64_t b = 0; b < n_blocks; ++b) {

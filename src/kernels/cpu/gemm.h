@@ -16,22 +16,19 @@ struct Bf16Rows {
 };
 // Rounds rows x[r][0, n), r < m, into buf (on the OpenMP threads); returns its row pointers.
 const uint16_t* const* bf16_rows(const float* const* x, int64_t m, int64_t n, Bf16Rows& buf);
-// AMX level (KernelTable::pack_bf16x): rows x[r][0, n), r < m, rounded to bf16 into buf's token
-// tiles (on the OpenMP threads); returns buf's data.
+// Levels that pack (KernelTable::pack_bf16x): rows x[r][0, n), r < m, rounded to bf16 and packed
+// into buf (on the OpenMP threads); returns buf's data.
 const uint16_t* packed_bf16_rows(const float* const* x, int64_t m, int64_t n, std::vector<uint16_t>& buf);
-// Whether linear/swiglu/moe run weight `w` on the packed AMX blocks: bf16 activations on the amx
-// level with bf16 weights, fp8 weights of block_cols a multiple of 32 and block_rows of 16, or FP4
-// weights; chosen by the weight, never by m.
+// Whether linear/swiglu/moe run weight `w` on the active level's packed blocks (bf16 activations,
+// KernelTable::packs); chosen by the weight, never by m.
 bool runs_packed(const LinearWeight& w);
-// Output columns per block on the packed blocks (weight rows of row_bytes, m activation rows):
-// the thread split's, whole pairs of 16-row tiles. With one token tile (m <= 16) a block keeps only
-// a ring of panels, so only the balance bounds it: a block's first group of tiles is copied before
-// any arithmetic can overlap it (fp8 10944 x 2048 at m = 1: 7.4 GB/s with blocks of 64 rows, 9.7
-// with the balance's).
-inline int64_t packed_column_block(int64_t n_out, int64_t row_bytes, int64_t m) {
-  const int64_t nb = column_block(n_out, m <= 16 ? 1 : row_bytes);
-  return (nb + 31) / 32 * 32;
-}
+// Output columns per block on the packed blocks (m activation rows; weight rows of tile_row_bytes
+// as tile panels, row_bytes as stored). Off tiles, column_block's. On tiles, the thread split's,
+// whole pairs of 16-row tiles: with one token tile (m <= 16) a block keeps only a ring of panels,
+// so only the balance bounds it: a block's first group of tiles is copied before any arithmetic
+// can overlap it (fp8 10944 x 2048 at m = 1: 7.4 GB/s with blocks of 64 rows, 9.7 with the
+// balance's).
+int64_t packed_column_block(int64_t n_out, int64_t tile_row_bytes, int64_t row_bytes, int64_t m);
 
 void embed(const EmbedParams& p);
 void linear(const LinearParams& p);

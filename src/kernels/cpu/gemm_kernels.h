@@ -77,7 +77,8 @@ struct SplitRow {
 };
 
 // The rows a pass of mr activation rows x runs on against T weights: x itself, or for bf16 and fp8
-// weights on a level that splits rows, x split once into a per-thread scratch.
+// weights on a level that splits rows, x split once into a per-thread scratch (the blocks of calls
+// that do not pack: the drivers pack, and so split once per call, where every weight allows it).
 template <class V, DType T, class XE>
 auto pass_rows(const XE* const* x, int64_t mr, int64_t k_len) {
   if constexpr (std::is_same_v<XE, uint16_t> && (T == DType::BF16 || T == DType::F8_E4M3) && requires { V::kSplitRows; }) {
@@ -376,6 +377,51 @@ template <class V>
 void round_to_bf16(const float* x, uint16_t* y, int64_t n) {
   if constexpr (requires { V::kBf16Dot; }) return V::round_to_bf16(x, y, n);
   for (int64_t i = 0; i < n; ++i) y[i] = f32_to_bf16(x[i]);
+}
+
+// Split packing (levels with V::kSplitRows; kernel_table.h's packed blocks): a call's activation
+// rows rounded to bf16 and split by V::split_row once, row r at r * split_packed_elems<V>(1, n_in)
+// uint16_t elements (its floats stored through intrinsics), instead of once per block and pass.
+// The blocks run on bf16 and fp8 weights; FP4 rows run unsplit (packs_split).
+inline bool packs_split(const LinearWeight& w) {
+  return w.dtype == DType::BF16 || w.dtype == DType::F8_E4M3;
+}
+template <class V>
+int64_t split_packed_elems(int64_t m, int64_t n_in) {
+  return m * 2 * V::split_row_floats(n_in);
+}
+template <class V>
+void pack_split_rows(const float* const* x, int64_t m, int64_t n_in, uint16_t* packed) {
+  thread_local std::vector<uint16_t> row;
+  row.resize(size_t(n_in));
+  for (int64_t r = 0; r < m; ++r) {
+    round_to_bf16<V>(x[r], row.data(), n_in);
+    V::split_row(row.data(), n_in, reinterpret_cast<float*>(packed + r * split_packed_elems<V>(1, n_in)));
+  }
+}
+// The packed rows' pointers, per thread.
+template <class V>
+const SplitRow* const* split_packed_rows(const uint16_t* packed, int64_t m, int64_t n_in) {
+  thread_local std::vector<const SplitRow*> rows;
+  rows.resize(size_t(m));
+  for (int64_t r = 0; r < m; ++r)
+    rows[size_t(r)] = reinterpret_cast<const SplitRow*>(packed + r * split_packed_elems<V>(1, n_in));
+  return rows.data();
+}
+template <class V>
+void linear_block_split_packed(const uint16_t* packed, int64_t m, const LinearWeight& w, int64_t o_begin,
+                               int64_t o_end, float* y, int64_t ldy) {
+  const SplitRow* const* x = split_packed_rows<V>(packed, m, w.n_in);
+  if (w.dtype == DType::F8_E4M3) return linear_block_t<V, DType::F8_E4M3, SplitRow>(x, m, w, o_begin, o_end, y, ldy);
+  linear_block_t<V, DType::BF16, SplitRow>(x, m, w, o_begin, o_end, y, ldy);
+}
+template <class V>
+void swiglu_block_split_packed(const uint16_t* packed, int64_t m, const LinearWeight& gate, const LinearWeight& up,
+                               int64_t o_begin, int64_t o_end, float* y, int64_t ldy) {
+  const SplitRow* const* x = split_packed_rows<V>(packed, m, gate.n_in);
+  if (gate.dtype == DType::F8_E4M3)
+    return swiglu_block_t<V, DType::F8_E4M3, SplitRow>(x, m, gate, up, o_begin, o_end, y, ldy);
+  swiglu_block_t<V, DType::BF16, SplitRow>(x, m, gate, up, o_begin, o_end, y, ldy);
 }
 
 template <class V>

@@ -50,18 +50,26 @@ struct KernelTable {
   // Expanded attention of a sequence's rows over one chunk of its positions (see ExpandedChunk):
   // packs the chunk's keys and values, then updates every row's state (on the OpenMP threads).
   void (*mla_expanded_attend_chunk)(const ExpandedChunk& chunk);
-  // AMX level only (nullptr elsewhere): bf16, fp8 (block_cols a multiple of 32, block_rows of 16)
-  // and FP4 weights with bf16 activations run on tiles, every m alike (simd_amx.h); o_begin a
-  // multiple of 16. pack_bf16x rounds rows x_rows[r][0, n_in), r < m, to bf16 into
-  // amx_packed_elems(m, n_in) elements: token tiles of 16 rows, each ceil(n_in / 32) blocks
-  // [16 pairs, 16 rows, 2] (pair p of row j: elements 32c + 2p, +1), zero past m and n_in; tile t
-  // starts at t * amx_packed_elems(16, n_in), so tiles may be packed separately. The blocks
-  // then read it as linear_block_bf16x / swiglu_block_bf16x read row pointers.
+  // Packed blocks, on levels that pack a call's bf16 activation rows once for all its blocks
+  // (nullptr / false elsewhere): amx runs bf16, fp8 (block_cols a multiple of 32, block_rows of 16)
+  // and FP4 weights on tiles, every m alike (simd_amx.h; o_begin a multiple of 16); avx512bf16-fma
+  // runs bf16 and fp8 weights on rows split into f32 even/odd steps (gemm_kernels.h's split
+  // packing), bitwise what its bf16x blocks give. packs(w): whether the packed blocks take w.
+  // packed_elems(m, n_in): uint16_t elements of m packed rows; rows [16t, 16t + 16) start at
+  // t * packed_elems(16, n_in), so groups of 16 rows may be packed separately. pack_bf16x rounds
+  // rows x_rows[r][0, n_in), r < m, to bf16 and packs them; the blocks then read them as
+  // linear_block_bf16x / swiglu_block_bf16x read row pointers. amx's layout: token tiles of 16
+  // rows, each ceil(n_in / 32) blocks [16 pairs, 16 rows, 2] (pair p of row j: elements 32c + 2p,
+  // +1), zero past m and n_in. packs_tiles: the packed blocks run on tiles (gemm.h's
+  // packed_column_block sizes their blocks).
+  bool (*packs)(const LinearWeight& w) = nullptr;
+  int64_t (*packed_elems)(int64_t m, int64_t n_in) = nullptr;
   void (*pack_bf16x)(const float* const* x_rows, int64_t m, int64_t n_in, uint16_t* packed) = nullptr;
   void (*linear_block_packed)(const uint16_t* packed, int64_t m, const LinearWeight& w, int64_t o_begin,
                               int64_t o_end, float* y, int64_t ldy) = nullptr;
   void (*swiglu_block_packed)(const uint16_t* packed, int64_t m, const LinearWeight& gate, const LinearWeight& up,
                               int64_t o_begin, int64_t o_end, float* y, int64_t ldy) = nullptr;
+  bool packs_tiles = false;
 };
 
 constexpr int64_t kAmxChunk = 32;        // k per tile step

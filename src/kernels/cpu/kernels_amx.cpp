@@ -12,9 +12,12 @@ namespace deepinfer::cpu {
 const KernelTable& amx_kernels() {
   static const KernelTable table = [] {
     KernelTable t = kAvx512Bf16FmaKernels;
+    t.packs = &amx::packs;
+    t.packed_elems = &amx_packed_elems;
     t.pack_bf16x = &amx::pack_bf16x;
     t.linear_block_packed = &amx::linear_block_packed;
     t.swiglu_block_packed = &amx::swiglu_block_packed;
+    t.packs_tiles = true;
     return t;
   }();
   return table;

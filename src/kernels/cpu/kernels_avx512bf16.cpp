@@ -35,10 +35,20 @@ const KernelTable kAvx512Bf16Kernels = {
     &mla_attend_row<Avx512Bf16>,
     &mla_expanded_attend_chunk<Avx512Bf16>};
 
+// bf16 and fp8 weights with bf16 activations also as packed blocks: a call's rows split once.
 const KernelTable kAvx512Bf16FmaKernels = {
-    &linear_block_f32,              &swiglu_block_f32,              kAvx512Kernels.outer_block,
-    &linear_block_bf16x_any<Avx512Bf16Fma>, &swiglu_block_bf16x_any<Avx512Bf16Fma>, &round_to_bf16<Avx512Bf16Fma>,
-    &mla_attend_row<Avx512Bf16>,
-    &mla_expanded_attend_chunk<Avx512Bf16>};
+    .linear_block = &linear_block_f32,
+    .swiglu_block = &swiglu_block_f32,
+    .outer_block = kAvx512Kernels.outer_block,
+    .linear_block_bf16x = &linear_block_bf16x_any<Avx512Bf16Fma>,
+    .swiglu_block_bf16x = &swiglu_block_bf16x_any<Avx512Bf16Fma>,
+    .round_to_bf16 = &round_to_bf16<Avx512Bf16Fma>,
+    .mla_attend_row = &mla_attend_row<Avx512Bf16>,
+    .mla_expanded_attend_chunk = &mla_expanded_attend_chunk<Avx512Bf16>,
+    .packs = &packs_split,
+    .packed_elems = &split_packed_elems<Avx512Bf16Fma>,
+    .pack_bf16x = &pack_split_rows<Avx512Bf16Fma>,
+    .linear_block_packed = &linear_block_split_packed<Avx512Bf16Fma>,
+    .swiglu_block_packed = &swiglu_block_split_packed<Avx512Bf16Fma>};
 
 }  // namespace deepinfer::cpu

@@ -3,8 +3,8 @@
 // and the per-row weighted sum in increasing expert id. The shared experts are one more group
 // holding every row. Scratch buffers live per calling thread and are reused across calls.
 // Weights with act_dtype BF16 get the inputs (x for gate/up, the SwiGLU output for down)
-// rounded to bf16 once per call, before the phase that reads them; on the AMX level (bf16 weights)
-// each expert's rows are packed into token tiles instead (gemm.h's runs_packed).
+// rounded to bf16 once per call, before the phase that reads them; on levels that pack (gemm.h's
+// runs_packed: amx's token tiles, avx512bf16-fma's split rows) each expert's rows are packed instead.
 #include "kernels/cpu/moe.h"
 
 #include <algorithm>
@@ -39,7 +39,7 @@ struct MoeScratch {
   std::vector<const uint16_t*> x_rows_bf16;    // [n_assign]
   std::vector<uint16_t> act_bf16;              // [n_assign, ld_act], when a down projection does
   std::vector<const uint16_t*> act_rows_bf16;  // [n_assign]
-  std::vector<uint16_t> x_packed, act_packed;  // per group: its rows' token tiles (AMX)
+  std::vector<uint16_t> x_packed, act_packed;  // per group: its rows packed (runs_packed)
   std::vector<int64_t> x_packed_at, act_packed_at;  // [groups]: offsets into them
   std::vector<Group> groups;
   std::vector<Task> up_tasks, down_tasks;
@@ -72,7 +72,7 @@ void moe(const MoeParams& p) {
   const bool up_bf16 = g0.act_dtype == DType::BF16, down_bf16 = p.experts[0].down->act_dtype == DType::BF16;
   MoeScratch& s = moe_scratch();
   const KernelTable& kt = kernels();
-  // Packed AMX blocks for a projection kind when every expert's weights of that kind take them.
+  // Packed blocks for a projection kind when every expert's weights of that kind take them.
   bool pack_up = up_bf16, pack_down = down_bf16;
   for (int e = 0; e <= p.n_experts; ++e) {
     const MlpWeightRefs* w = e < p.n_experts ? &p.experts[e] : p.shared;
@@ -141,10 +141,12 @@ void moe(const MoeParams& p) {
     const int64_t up_row_bytes = 2 * weight_row_bytes(*w.gate), down_row_bytes = weight_row_bytes(*w.down);
     const int64_t n = s.groups[size_t(g)].n;
     add_tasks(s.up_tasks, g, w.gate->n_out,
-              pack_up ? packed_column_block(w.gate->n_out, up_row_bytes, n) : column_block(w.gate->n_out, up_row_bytes));
-    add_tasks(s.down_tasks, g, d, pack_down ? packed_column_block(d, down_row_bytes, n) : column_block(d, down_row_bytes));
-    s.x_packed_at.push_back(s.x_packed_at.back() + (pack_up ? amx_packed_elems(n, d) : 0));
-    s.act_packed_at.push_back(s.act_packed_at.back() + (pack_down ? amx_packed_elems(n, w.down->n_in) : 0));
+              pack_up ? packed_column_block(w.gate->n_out, up_row_bytes, up_row_bytes, n)
+                      : column_block(w.gate->n_out, up_row_bytes));
+    add_tasks(s.down_tasks, g, d,
+              pack_down ? packed_column_block(d, down_row_bytes, down_row_bytes, n) : column_block(d, down_row_bytes));
+    s.x_packed_at.push_back(s.x_packed_at.back() + (pack_up ? kt.packed_elems(n, d) : 0));
+    s.act_packed_at.push_back(s.act_packed_at.back() + (pack_down ? kt.packed_elems(n, w.down->n_in) : 0));
   }
   s.x_packed.resize(size_t(s.x_packed_at.back()));
   s.act_packed.resize(size_t(s.act_packed_at.back()));

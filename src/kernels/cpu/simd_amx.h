@@ -118,6 +118,17 @@ inline void pack_token_tile(const float* const* x, int64_t m, int64_t n_in, uint
   }
 }
 
+// packs (kernel_table.h): bf16 weights, fp8 weights whose column blocks hold whole chunks and
+// whose row blocks whole tiles, FP4 weights with a scale per chunk (else fp4_kernels.h's checks).
+inline bool packs(const LinearWeight& w) {
+  switch (w.dtype) {
+    case DType::BF16: return true;
+    case DType::F8_E4M3: return w.block_cols % 32 == 0 && w.block_rows % 16 == 0;
+    case DType::F4_E2M1: return w.scale_e8m0 != nullptr && w.n_in % 32 == 0;
+    default: return false;
+  }
+}
+
 // pack_bf16x: rows [0, m) into ceil(m / 16) token tiles.
 inline void pack_bf16x(const float* const* x, int64_t m, int64_t n_in, uint16_t* packed) {
   const int64_t tile_elems = (n_in + kChunk - 1) / kChunk * kBlockElems;

@@ -112,9 +112,10 @@ struct Avx512Bf16With : Avx512 {
       for (int j = 0; j < NR; ++j) out[i * NR + j] = hsum(acc[i][j]);
   }
 
-  // Levels whose Dot splits each bf16 vector (FmaDot): the GEMM drivers split a pass's activation
-  // rows once (split_row) and run bf16_dot_tile on them, rather than converting every row again
-  // for every 4 weight rows. Bitwise the same outputs as bf16_dot_tile on the rows themselves.
+  // Levels whose Dot splits each bf16 vector (FmaDot): activation rows are split once (split_row)
+  // and bf16_dot_tile runs on them, rather than converting every row again for every 4 weight
+  // rows: once per call by the drivers' packing (gemm_kernels.h's split packing), else once per
+  // block and pass (pass_rows). Bitwise the same outputs as bf16_dot_tile on the rows themselves.
   static constexpr bool kSplitRows = Dot::kParts == 2;
   // Floats of one split row: whole 32-element steps.
   static int64_t split_row_floats(int64_t k_len) { return (k_len + kPairs - 1) / kPairs * kPairs; }
