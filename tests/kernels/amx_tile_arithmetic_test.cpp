@@ -59,23 +59,29 @@ float tile_dot(const float* x, const float* w, int64_t k0, int64_t k1) {
   return ::testing::AssertionFailure() << "row " << r << " output " << o << ": " << got << " vs " << want;
 }
 
-const int64_t kBatches[] = {1, 16, 37};
+// Runs w's linear on 1, 16 and 37 random rows and checks every output against want(xr, o), xr the
+// row's activations rounded to bf16.
+template <class Want>
+void expect_outputs(const LinearWeight& w, uint32_t seed, Want want) {
+  const std::vector<float> x = random_floats(size_t(37 * w.n_in), seed);
+  for (int64_t m : {1, 16, 37}) {
+    std::vector<float> y(size_t(m * w.n_out));
+    cpu::linear({x.data(), w.n_in, m, &w, y.data(), w.n_out});
+    for (int64_t r = 0; r < m; ++r) {
+      const std::vector<float> xr = bf16_rounded(x.data() + r * w.n_in, size_t(w.n_in));
+      for (int64_t o = 0; o < w.n_out; ++o) ASSERT_TRUE(same_bits(y[size_t(r * w.n_out + o)], want(xr, o), r, o));
+    }
+  }
+}
 
 TEST_F(AmxTileArithmetic, Bf16LinearIsTheManualsTdpbf16ps) {
   for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{37, 300}, {64, 2048}, {20, 1040}}) {
     SCOPED_TRACE(std::to_string(n_out) + " x " + std::to_string(n_in));
     TestWeight tw(DType::BF16, n_out, n_in, 7);
     tw.w.act_dtype = DType::BF16;
-    const std::vector<float> x = random_floats(size_t(37 * n_in), 11);
-    for (int64_t m : kBatches) {
-      std::vector<float> y(size_t(m * n_out));
-      cpu::linear({x.data(), n_in, m, &tw.w, y.data(), n_out});
-      for (int64_t r = 0; r < m; ++r) {
-        const std::vector<float> xr = bf16_rounded(x.data() + r * n_in, size_t(n_in));
-        for (int64_t o = 0; o < n_out; ++o)
-          ASSERT_TRUE(same_bits(y[size_t(r * n_out + o)], tile_dot(xr.data(), weight_row(tw.w, o).data(), 0, n_in), r, o));
-      }
-    }
+    expect_outputs(tw.w, 11, [&](const std::vector<float>& xr, int64_t o) {
+      return tile_dot(xr.data(), weight_row(tw.w, o).data(), 0, n_in);
+    });
   }
 }
 
@@ -85,24 +91,16 @@ TEST_F(AmxTileArithmetic, Fp8LinearIsTheManualsTdpbf16psPerScaleBlock) {
     TestWeight tw(DType::F8_E4M3, n_out, n_in, 7, block);
     tw.w.act_dtype = DType::BF16;
     const int64_t n_cb = (n_in + block - 1) / block;
-    const std::vector<float> x = random_floats(size_t(37 * n_in), 11);
-    for (int64_t m : kBatches) {
-      std::vector<float> y(size_t(m * n_out));
-      cpu::linear({x.data(), n_in, m, &tw.w, y.data(), n_out});
-      for (int64_t r = 0; r < m; ++r) {
-        const std::vector<float> xr = bf16_rounded(x.data() + r * n_in, size_t(n_in));
-        for (int64_t o = 0; o < n_out; ++o) {
-          std::vector<float> codes(static_cast<size_t>(n_in));  // the e4m3 values, before their scales
-          for (int64_t i = 0; i < n_in; ++i) codes[size_t(i)] = fp8_e4m3_to_f32(tw.bytes[size_t(o * n_in + i)]);
-          float total = 0.0f;
-          for (int64_t b = 0; b < n_cb; ++b) {
-            const float part = tile_dot(xr.data(), codes.data(), b * block, std::min(n_in, (b + 1) * block));
-            total = std::fma(part, tw.scales[size_t(o / block * n_cb + b)], total);
-          }
-          ASSERT_TRUE(same_bits(y[size_t(r * n_out + o)], total, r, o));
-        }
+    expect_outputs(tw.w, 11, [&](const std::vector<float>& xr, int64_t o) {
+      std::vector<float> codes(static_cast<size_t>(n_in));  // the e4m3 values, before their scales
+      for (int64_t i = 0; i < n_in; ++i) codes[size_t(i)] = fp8_e4m3_to_f32(tw.bytes[size_t(o * n_in + i)]);
+      float total = 0.0f;
+      for (int64_t b = 0; b < n_cb; ++b) {
+        const float part = tile_dot(xr.data(), codes.data(), b * block, std::min(n_in, (b + 1) * block));
+        total = std::fma(part, tw.scales[size_t(o / block * n_cb + b)], total);
       }
-    }
+      return total;
+    });
   }
 }
 
@@ -115,20 +113,12 @@ TEST_F(AmxTileArithmetic, Fp4LinearIsTheManualsTdpbf16psOnItsValues) {
   LinearWeight w{DType::F4_E2M1, packed.data(), n_out, n_in};
   w.scale_e8m0 = scales.data();
   w.act_dtype = DType::BF16;
-  const std::vector<float> x = random_floats(size_t(37 * n_in), 13);
-  for (int64_t m : kBatches) {
-    std::vector<float> y(size_t(m * n_out));
-    cpu::linear({x.data(), n_in, m, &w, y.data(), n_out});
-    for (int64_t r = 0; r < m; ++r) {
-      const std::vector<float> xr = bf16_rounded(x.data() + r * n_in, size_t(n_in));
-      for (int64_t o = 0; o < n_out; ++o) {
-        std::vector<float> row(static_cast<size_t>(n_in));  // code times its block's scale: a bf16 value
-        for (int64_t j = 0; j < n_in; ++j)
-          row[size_t(j)] = fp4_e2m1_at(packed.data() + o * n_in / 2, j) * ue8m0_to_f32(scales[size_t((o * n_in + j) / 32)]);
-        ASSERT_TRUE(same_bits(y[size_t(r * n_out + o)], tile_dot(xr.data(), row.data(), 0, n_in), r, o));
-      }
-    }
-  }
+  expect_outputs(w, 13, [&](const std::vector<float>& xr, int64_t o) {
+    std::vector<float> row(static_cast<size_t>(n_in));  // code times its block's scale: a bf16 value
+    for (int64_t j = 0; j < n_in; ++j)
+      row[size_t(j)] = fp4_e2m1_at(packed.data() + o * n_in / 2, j) * ue8m0_to_f32(scales[size_t((o * n_in + j) / 32)]);
+    return tile_dot(xr.data(), row.data(), 0, n_in);
+  });
 }
 
 }  // namespace
