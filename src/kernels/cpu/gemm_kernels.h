@@ -21,6 +21,7 @@
 
 #include "core/check.h"
 #include "core/dtype.h"
+#include "kernels/cpu/row_tiles.h"
 #include "kernels/ops.h"
 
 namespace deepinfer::cpu {
@@ -185,10 +186,7 @@ inline void dot_tile(const XE* const* x, const WeightRow<typename R::E>* w, int6
   }
 }
 
-// Runs dot_tile over rows [0, m) in tiles of up to 6 rows for the 4 weight rows `w`. A last 7
-// or 8 rows run as two tiles of 3-4 rather than 6 + 1-2: a tile of 1-2 rows has too few
-// independent accumulators to hide the multiply-add latency. (Rows are independent in a tile,
-// so the split changes no result.)
+// Runs dot_tile over rows [0, m) in row tiles (row_tiles.h) for the 4 weight rows `w`.
 template <class V, class R, class XE>
 inline void dot_rows(const XE* const* x, int64_t m, const WeightRow<typename R::E>* w, int64_t k_len,
                      int64_t seg, float* out /* [m, 4] */) {
@@ -197,20 +195,7 @@ inline void dot_rows(const XE* const* x, int64_t m, const WeightRow<typename R::
   } else if constexpr (std::is_same_v<XE, SplitRow> && R::kScaled) {
     return V::fp8_dot_rows(reinterpret_cast<const float* const*>(x), m, w, k_len, seg, out);
   } else {
-    int64_t r = 0;
-    for (; m - r >= 9 || m - r == 6; r += 6) dot_tile<V, R, 6, XE>(x + r, w, k_len, seg, out + r * 4);
-    if (m - r >= 7) {
-      dot_tile<V, R, 4, XE>(x + r, w, k_len, seg, out + r * 4);
-      r += 4;
-    }
-    switch (m - r) {
-      case 5: dot_tile<V, R, 5, XE>(x + r, w, k_len, seg, out + r * 4); break;
-      case 4: dot_tile<V, R, 4, XE>(x + r, w, k_len, seg, out + r * 4); break;
-      case 3: dot_tile<V, R, 3, XE>(x + r, w, k_len, seg, out + r * 4); break;
-      case 2: dot_tile<V, R, 2, XE>(x + r, w, k_len, seg, out + r * 4); break;
-      case 1: dot_tile<V, R, 1, XE>(x + r, w, k_len, seg, out + r * 4); break;
-      default: break;
-    }
+    for_row_tiles(m, [&]<int MR>(int64_t r) __attribute__((always_inline)) { dot_tile<V, R, MR, XE>(x + r, w, k_len, seg, out + r * 4); });
   }
 }
 

@@ -25,6 +25,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/cpu/row_tiles.h"
 #include "kernels/cpu/simd_avx512.h"
 
 namespace deepinfer::cpu {
@@ -223,39 +224,13 @@ struct Avx512Bf16With : Avx512 {
     if constexpr (std::is_same_v<WE, float>) {  // split rows: 4-weight-row tiles (twice the bytes per row)
       const float* wb[4] = {scratch.data(), scratch.data() + ld, scratch.data() + 2 * ld, scratch.data() + 3 * ld};
       const float* sc[4] = {w[0].scales, w[1].scales, w[2].scales, w[3].scales};
-      int64_t r = 0;
-      for (; m - r >= 9 || m - r == 6; r += 6) split_scaled_tile<6>(x + r, wb, sc, k_len, seg, out + r * 4);
-      if (m - r >= 7) {
-        split_scaled_tile<4>(x + r, wb, sc, k_len, seg, out + r * 4);
-        r += 4;
-      }
-      switch (m - r) {
-        case 5: split_scaled_tile<5>(x + r, wb, sc, k_len, seg, out + r * 4); break;
-        case 4: split_scaled_tile<4>(x + r, wb, sc, k_len, seg, out + r * 4); break;
-        case 3: split_scaled_tile<3>(x + r, wb, sc, k_len, seg, out + r * 4); break;
-        case 2: split_scaled_tile<2>(x + r, wb, sc, k_len, seg, out + r * 4); break;
-        case 1: split_scaled_tile<1>(x + r, wb, sc, k_len, seg, out + r * 4); break;
-        default: break;
-      }
+      for_row_tiles(m, [&]<int MR>(int64_t r) __attribute__((always_inline)) { split_scaled_tile<MR>(x + r, wb, sc, k_len, seg, out + r * 4); });
       return;
     }
     for (int j = 0; j < 4; j += 2) {
       const WE* wb[2] = {scratch.data() + j * ld, scratch.data() + (j + 1) * ld};
       const float* sc[2] = {w[j].scales, w[j + 1].scales};
-      int64_t r = 0;
-      for (; m - r >= 9 || m - r == 6; r += 6) scaled_tile<6>(x + r, wb, sc, k_len, seg, out + r * 4 + j);
-      if (m - r >= 7) {
-        scaled_tile<4>(x + r, wb, sc, k_len, seg, out + r * 4 + j);
-        r += 4;
-      }
-      switch (m - r) {
-        case 5: scaled_tile<5>(x + r, wb, sc, k_len, seg, out + r * 4 + j); break;
-        case 4: scaled_tile<4>(x + r, wb, sc, k_len, seg, out + r * 4 + j); break;
-        case 3: scaled_tile<3>(x + r, wb, sc, k_len, seg, out + r * 4 + j); break;
-        case 2: scaled_tile<2>(x + r, wb, sc, k_len, seg, out + r * 4 + j); break;
-        case 1: scaled_tile<1>(x + r, wb, sc, k_len, seg, out + r * 4 + j); break;
-        default: break;
-      }
+      for_row_tiles(m, [&]<int MR>(int64_t r) __attribute__((always_inline)) { scaled_tile<MR>(x + r, wb, sc, k_len, seg, out + r * 4 + j); });
     }
   }
 
