@@ -22,13 +22,7 @@
 namespace deepinfer::test {
 namespace {
 
-class AmxBlockScaled : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (cpu::best_supported_isa() < cpu::Isa::kAmx) GTEST_SKIP() << "no AMX on this CPU (or not granted by the OS)";
-  }
-  IsaScope scope{cpu::best_supported_isa() >= cpu::Isa::kAmx ? cpu::Isa::kAmx : cpu::active_isa()};
-};
+class AmxBlockScaled : public AmxLevelTest {};
 
 // An fp8 weight with [block_rows, block_cols] scale blocks and bf16 activations.
 std::unique_ptr<TestWeight> fp8_weight(int64_t n_out, int64_t n_in, int block_rows, int block_cols, uint32_t seed) {

@@ -26,13 +26,7 @@
 namespace deepinfer::test {
 namespace {
 
-class AmxTileArithmetic : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (cpu::best_supported_isa() < cpu::Isa::kAmx) GTEST_SKIP() << "no AMX on this CPU (or not granted by the OS)";
-  }
-  IsaScope scope{cpu::best_supported_isa() >= cpu::Isa::kAmx ? cpu::Isa::kAmx : cpu::active_isa()};
-};
+class AmxTileArithmetic : public AmxLevelTest {};
 
 float flush(float v) { return std::fabs(v) < FLT_MIN ? std::copysign(0.0f, v) : v; }
 

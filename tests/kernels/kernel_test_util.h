@@ -46,6 +46,16 @@ struct IsaScope {
   ~IsaScope() { cpu::set_active_isa(saved); }
 };
 
+// Fixture of the amx level's tests: skipped where the CPU or OS offers no AMX, else run with the
+// amx level active.
+class AmxLevelTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cpu::best_supported_isa() < cpu::Isa::kAmx) GTEST_SKIP() << "no AMX on this CPU (or not granted by the OS)";
+  }
+  IsaScope scope{cpu::best_supported_isa() >= cpu::Isa::kAmx ? cpu::Isa::kAmx : cpu::active_isa()};
+};
+
 struct ThreadScope {
   int saved = omp_get_max_threads();
   explicit ThreadScope(int n) { omp_set_num_threads(n); }
