@@ -27,6 +27,15 @@ def tail_close(actual, expected):
     return expected - TIME_TOL_MS <= actual <= expected + TAIL_SLACK_MS
 
 
+def on_schedule(sent, scheduled):
+    """Open-loop sends keep an absolute schedule: each is at its time or late by one wake-up of a
+    loaded machine (which does not delay the ones after it), never early; most are on time."""
+    sent, scheduled = np.asarray(sent), np.asarray(scheduled)
+    late = sent - scheduled
+    return bool(np.all(late >= -TIME_TOL_MS / 1000) and np.all(late <= TAIL_SLACK_MS / 1000)
+                and np.median(np.abs(late)) <= TIME_TOL_MS / 1000)
+
+
 def expected_gaps(n_out, itl_ms, stall_every, stall_ms):
     """The stub's gaps between output tokens 1..n_out-1: every stall_every-th is stall_ms longer."""
     return [itl_ms + (stall_ms if stall_every and k % stall_every == 0 else 0) for k in range(1, n_out)]
@@ -155,13 +164,14 @@ def test_request_rate_spaces_arrivals(stub, bench_serve):
     assert report["runs"][0]["load"] == {"mode": "rate", "request_rate": 50.0, "arrival": "constant",
                                          "max_concurrency": 0, "api": "completions"}
     sent = sorted(r["t_sent_s"] for r in records)
-    assert np.allclose(np.diff(sent), 0.02, atol=TIME_TOL_MS / 1000)
+    assert on_schedule(sent, 0.02 * np.arange(20)), sent
 
     # Poisson arrivals are random but fixed by the seed.
     _, first = bench_serve(url, "--request-rate", 100, "--num-requests", 20, "--input-len", 10, "--output-len", 3, "--seed", 5)
     _, again = bench_serve(url, "--request-rate", 100, "--num-requests", 20, "--input-len", 10, "--output-len", 3, "--seed", 5)
     a, b = sorted(r["t_sent_s"] for r in first), sorted(r["t_sent_s"] for r in again)
-    assert np.allclose(a, b, atol=TIME_TOL_MS / 1000)
+    apart = np.abs(np.subtract(a, b))
+    assert np.all(apart <= TAIL_SLACK_MS / 1000) and np.median(apart) <= TIME_TOL_MS / 1000, (a, b)
     assert np.std(np.diff(a)) > 0.002
 
 
@@ -186,7 +196,7 @@ def test_trace_replay_at_its_timestamps(stub, bench_serve, tmp_path):
     report, records = bench_serve(url, "--workload", "replay", "--trace", trace, "--trace-timing", "--trace-block-len", 32)
     (run,) = report["runs"]
     assert run["label"] == "trace"
-    assert sorted(r["t_sent_s"] for r in records) == pytest.approx([0, 0.1, 0.25], abs=TIME_TOL_MS / 1000)
+    assert on_schedule(sorted(r["t_sent_s"] for r in records), [0, 0.1, 0.25])
     assert run["server"]["prefix_cache_hit_rate"] == pytest.approx(64 / 192)
 
 
