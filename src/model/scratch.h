@@ -7,8 +7,8 @@
 namespace deepinfer {
 
 // v's data, with room for at least n elements (contents of a grown buffer are unspecified).
-template <typename T>
-T* sized(std::vector<T>& v, size_t n) {
+template <typename T, typename A>
+T* sized(std::vector<T, A>& v, size_t n) {
   if (v.size() < n) v.resize(n);
   return v.data();
 }

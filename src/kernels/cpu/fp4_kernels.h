@@ -24,6 +24,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "core/dtype.h"
 #include "kernels/cpu/gemm_kernels.h"
 #include "kernels/ops.h"
@@ -129,7 +130,7 @@ void fp4_register_tile(const XE* const* x, const uint8_t* const (&packed)[4], co
 // Per-thread scratch of one tile's 4 widened weight rows.
 template <class E>
 E* fp4_scratch(int64_t n_in) {
-  thread_local std::vector<E> rows;
+  thread_local AlignedVector<E> rows;
   if (rows.size() < size_t(4 * n_in)) rows.resize(size_t(4 * n_in));
   return rows.data();
 }

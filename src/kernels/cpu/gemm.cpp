@@ -33,7 +33,7 @@ const uint16_t* const* bf16_rows(const float* const* x, int64_t m, int64_t n, Bf
   return buf.rows.data();
 }
 
-const uint16_t* packed_bf16_rows(const float* const* x, int64_t m, int64_t n, std::vector<uint16_t>& buf) {
+const uint16_t* packed_bf16_rows(const float* const* x, int64_t m, int64_t n, AlignedVector<uint16_t>& buf) {
   const KernelTable& k = kernels();
   const int64_t tile_elems = k.packed_elems(16, n);
   buf.resize(size_t(k.packed_elems(m, n)));
@@ -71,7 +71,7 @@ void linear(const LinearParams& p) {
   const KernelTable& k = kernels();
   const float* const* x = strided_rows(p.x, p.ldx, p.m);
   if (runs_packed(w)) {
-    thread_local std::vector<uint16_t> packed_buf;
+    thread_local AlignedVector<uint16_t> packed_buf;
     const uint16_t* packed = packed_bf16_rows(x, p.m, w.n_in, packed_buf);
     const int64_t nb = packed_column_block(w.n_out, w.n_in * 2, weight_row_bytes(w), p.m);
     const int64_t n_blocks = (w.n_out + nb - 1) / nb;
@@ -105,7 +105,7 @@ void swiglu(const SwigluParams& p) {
   const KernelTable& k = kernels();
   const float* const* x = strided_rows(p.x, p.ldx, p.m);
   if (runs_packed(g)) {
-    thread_local std::vector<uint16_t> packed_buf;
+    thread_local AlignedVector<uint16_t> packed_buf;
     const uint16_t* packed = packed_bf16_rows(x, p.m, g.n_in, packed_buf);
     const int64_t nb = packed_column_block(g.n_out, 4 * g.n_in, 2 * weight_row_bytes(g), p.m);
     const int64_t n_blocks = (g.n_out + nb - 1) / nb;

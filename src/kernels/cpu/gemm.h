@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "kernels/cpu/work_split.h"
 #include "kernels/ops.h"
 
@@ -11,14 +12,14 @@ namespace deepinfer::cpu {
 
 // bf16 copies of activation rows, for weights with act_dtype BF16; reused across calls.
 struct Bf16Rows {
-  std::vector<uint16_t> values;  // [m, n]
+  AlignedVector<uint16_t> values;  // [m, n]
   std::vector<const uint16_t*> rows;  // [m]
 };
 // Rounds rows x[r][0, n), r < m, into buf (on the OpenMP threads); returns its row pointers.
 const uint16_t* const* bf16_rows(const float* const* x, int64_t m, int64_t n, Bf16Rows& buf);
 // Levels that pack (KernelTable::pack_bf16x): rows x[r][0, n), r < m, rounded to bf16 and packed
 // into buf (on the OpenMP threads); returns buf's data.
-const uint16_t* packed_bf16_rows(const float* const* x, int64_t m, int64_t n, std::vector<uint16_t>& buf);
+const uint16_t* packed_bf16_rows(const float* const* x, int64_t m, int64_t n, AlignedVector<uint16_t>& buf);
 // Whether linear/swiglu/moe run weight `w` on the active level's packed blocks (bf16 activations,
 // KernelTable::packs); chosen by the weight, never by m.
 bool runs_packed(const LinearWeight& w);

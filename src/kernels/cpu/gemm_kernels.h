@@ -19,6 +19,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "core/check.h"
 #include "core/dtype.h"
 #include "kernels/cpu/row_tiles.h"
@@ -84,7 +85,7 @@ template <class V, DType T, class XE>
 auto pass_rows(const XE* const* x, int64_t mr, int64_t k_len) {
   if constexpr (std::is_same_v<XE, uint16_t> && (T == DType::BF16 || T == DType::F8_E4M3) && requires { V::kSplitRows; }) {
     if constexpr (V::kSplitRows) {
-      thread_local std::vector<float> rows;
+      thread_local AlignedVector<float> rows;
       thread_local std::vector<const SplitRow*> ptrs;
       const int64_t ld = V::split_row_floats(k_len);
       rows.resize(size_t(mr * ld));
@@ -377,7 +378,7 @@ int64_t split_packed_elems(int64_t m, int64_t n_in) {
 }
 template <class V>
 void pack_split_rows(const float* const* x, int64_t m, int64_t n_in, uint16_t* packed) {
-  thread_local std::vector<uint16_t> row;
+  thread_local AlignedVector<uint16_t> row;
   row.resize(size_t(n_in));
   for (int64_t r = 0; r < m; ++r) {
     round_to_bf16<V>(x[r], row.data(), n_in);

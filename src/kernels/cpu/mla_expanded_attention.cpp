@@ -8,6 +8,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "core/check.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/kernel_table.h"
@@ -80,7 +81,7 @@ void mla_expanded_attention(const MlaExpandedAttentionParams& p) {
 
   thread_local ExpandedState state;  // the caller's, shared with the OpenMP threads by reference
   ExpandedState& st = state;
-  thread_local std::vector<float> latents, k_pe, kv;
+  thread_local AlignedVector<float> latents, k_pe, kv;
   latents.resize(size_t(kExpandKeys) * c);
   k_pe.resize(size_t(kExpandKeys) * rd);
   kv.resize(size_t(kExpandKeys) * size_t(w.n_out));

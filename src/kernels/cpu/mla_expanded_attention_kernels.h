@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/aligned_vector.h"
 #include "core/dtype.h"
 #include "kernels/cpu/gemm_kernels.h"
 #include "kernels/cpu/kernel_table.h"
@@ -233,7 +234,7 @@ void mla_expanded_attend_chunk(const ExpandedChunk& ch) {
   const int n_groups = (st.n_rows + 3) / 4;
 #pragma omp parallel
   {
-    thread_local std::vector<float> scores;
+    thread_local AlignedVector<float> scores;
     scores.resize(size_t(4) * T);
 #pragma omp for schedule(dynamic, 1)
     for (int64_t task = 0; task < int64_t(n_groups) * H; ++task) {

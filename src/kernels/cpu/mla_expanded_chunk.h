@@ -6,23 +6,24 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "kernels/ops.h"
 
 namespace deepinfer::cpu {
 
 // One sequence's state across the chunks of its positions, and the chunk buffers; reused.
 struct ExpandedState {
-  int n_rows = 0;                        // the sequence's rows this step
-  std::vector<float> run_max, run_sum;   // [n_rows, n_heads]
-  std::vector<float> acc;                // [n_rows, n_heads, v_head_dim], unnormalized
-  std::vector<uint16_t> q_bf16;          // [n_rows, n_heads, pairs of qk_nope + rope] (dot BF16, pair dots)
-  std::vector<float> q_round;            // [n_rows, n_heads, qk_nope + rope] (dot BF16, no pair dots)
+  int n_rows = 0;                         // the sequence's rows this step
+  AlignedVector<float> run_max, run_sum;  // [n_rows, n_heads]
+  AlignedVector<float> acc;               // [n_rows, n_heads, v_head_dim], unnormalized
+  AlignedVector<uint16_t> q_bf16;         // [n_rows, n_heads, pairs of qk_nope + rope] (dot BF16, pair dots)
+  AlignedVector<float> q_round;           // [n_rows, n_heads, qk_nope + rope] (dot BF16, no pair dots)
   // The chunk's keys [k_nope | k_pe] and values, padded with zeros to whole kAttendKeyBlock blocks
   // (n_pad keys), laid out as mla_expanded_attention_kernels.h says:
-  std::vector<float> keys;               // [n_heads, n_pad / kW, qk_nope + rope, kW]
-  std::vector<uint16_t> keys_bf16;       // [n_heads, n_pad / 16, pairs, 16, 2] (pair dots)
-  std::vector<float> values;             // [n_heads, n_pad, v_head_dim]
-  std::vector<uint16_t> value_pairs;     // [n_heads, n_pad / 2, v_head_dim, 2] (pair dots)
+  AlignedVector<float> keys;              // [n_heads, n_pad / kW, qk_nope + rope, kW]
+  AlignedVector<uint16_t> keys_bf16;      // [n_heads, n_pad / 16, pairs, 16, 2] (pair dots)
+  AlignedVector<float> values;            // [n_heads, n_pad, v_head_dim]
+  AlignedVector<uint16_t> value_pairs;    // [n_heads, n_pad / 2, v_head_dim, 2] (pair dots)
 };
 
 struct ExpandedChunk {

@@ -39,7 +39,7 @@ struct MoeScratch {
   std::vector<const uint16_t*> x_rows_bf16;    // [n_assign]
   std::vector<uint16_t> act_bf16;              // [n_assign, ld_act], when a down projection does
   std::vector<const uint16_t*> act_rows_bf16;  // [n_assign]
-  std::vector<uint16_t> x_packed, act_packed;  // per group: its rows packed (runs_packed)
+  AlignedVector<uint16_t> x_packed, act_packed;  // per group: its rows packed (runs_packed)
   std::vector<int64_t> x_packed_at, act_packed_at;  // [groups]: offsets into them
   std::vector<Group> groups;
   std::vector<Task> up_tasks, down_tasks;

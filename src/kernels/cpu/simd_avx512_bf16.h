@@ -25,6 +25,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "kernels/cpu/row_tiles.h"
 #include "kernels/cpu/simd_avx512.h"
 
@@ -203,7 +204,7 @@ struct Avx512Bf16With : Avx512 {
     if (m == 1) return fp8_dot_row(x[0], w, k_len, seg, out);
     const int64_t ld = (k_len + 63) / 64 * 64;
     using WE = std::conditional_t<std::is_same_v<XA, float>, float, uint16_t>;
-    thread_local std::vector<WE> scratch;  // [4, ld]: the weight rows as bf16 (or split), zero-padded
+    thread_local AlignedVector<WE> scratch;  // [4, ld]: the weight rows as bf16 (or split), zero-padded
     if (scratch.size() < size_t(4 * ld)) scratch.resize(size_t(4 * ld));
     const Fp8Lut t;
     for (int j = 0; j < 4; ++j)

@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "kernels/ops.h"
 #include "model/causal_lm.h"
 #include "model/config.h"
@@ -96,7 +97,7 @@ class DeepseekModel final : public CausalLM {
   PrefillAttention prefill_attention_;
 
   struct Scratch {  // reused across steps; sized on demand
-    std::vector<float> x, h, q_a, q, kv_a, latent, q_latent, o_latent, o, tmp, act, router_logits,
+    AlignedVector<float> x, h, q_a, q, kv_a, latent, q_latent, o_latent, o, tmp, act, router_logits,
         expert_weights;
     std::vector<int32_t> expert_ids;
     // A step with prompt and generated rows: each part's rows as a batch of its own (prompt first)

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "kernels/ops.h"
 #include "model/causal_lm.h"
 #include "model/deepseek_v4/cache_slots.h"
@@ -86,7 +87,7 @@ class DeepseekV4Model final : public CausalLM {
   std::unique_ptr<ExpertParallelMoe> ep_;  // with ModelOptions::expert_group: routed experts across ranks
 
   struct Scratch {  // reused across steps; sized on demand
-    std::vector<float> streams, y, xn, out, post, comb, mixes, qr, q, kv, o, og, ckv, cscore, iq, iw, logits,
+    AlignedVector<float> streams, y, xn, out, post, comb, mixes, qr, q, kv, o, og, ckv, cscore, iq, iw, logits,
         expert_weights;
     std::vector<float> index_keys;          // per sequence: its indexer keys [n_ctx / 4, index_head_dim]
     std::vector<size_t> index_key_offset;   // [n_seqs + 1] into index_keys

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "kernels/ops.h"
 #include "model/causal_lm.h"
 #include "model/deepseek_v4/clamped_moe.h"
@@ -76,7 +77,7 @@ class DeepseekV41Model final : public CausalLM {
   V41KvLayout layout_;  // of the view being run
 
   struct Scratch {  // reused across steps; sized on demand
-    std::vector<float> streams, y, xn, out, pre, pre_next, post, comb, mixes, qr, q, kv, o, og, logits,
+    AlignedVector<float> streams, y, xn, out, pre, pre_next, post, comb, mixes, qr, q, kv, o, og, logits,
         expert_weights, ckv, cscore, latent, ikey, iq, iw;
     std::vector<float> keys;                       // per sequence: the latest source's indexer keys [n_ctx / r, index_head_dim]
     std::vector<size_t> key_offset;                // [n_seqs + 1] into keys
