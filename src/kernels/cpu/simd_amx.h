@@ -38,8 +38,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
+#include "core/aligned_vector.h"
 #include "kernels/cpu/amx_weight_rows.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/ops.h"
@@ -341,11 +341,11 @@ inline void group_pass(const WeightTilesAt& wa, int64_t kc, const uint16_t* pack
   }
 }
 
-// Per-thread panel buffer of at least n elements, 64-byte aligned.
+// Per-thread panel buffer of at least n elements, on a cache line.
 inline uint16_t* panel_buffer(int64_t n) {
-  thread_local std::vector<uint16_t> buf;
-  buf.resize(size_t(n + 32));
-  return reinterpret_cast<uint16_t*>((reinterpret_cast<uintptr_t>(buf.data()) + 63) & ~uintptr_t(63));
+  thread_local AlignedVector<uint16_t> buf;
+  buf.resize(size_t(n));
+  return buf.data();
 }
 
 inline int64_t pass_tiles(int64_t tile_elems) {
