@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "core/check.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/kernel_table.h"
@@ -33,11 +34,11 @@ struct MoeScratch {
   std::vector<int64_t> slot;         // [m, top_k]: sorted index of the row's j-th assignment
   std::vector<const float*> x_rows;  // [n_assign]: input row of each sorted assignment
   std::vector<const float*> act_rows;
-  std::vector<float> act;            // [n_assign, ld_act]
-  std::vector<float> out;            // [n_assign, hidden]
+  AlignedVector<float> act;          // [n_assign, ld_act]
+  AlignedVector<float> out;          // [n_assign, hidden]
   Bf16Rows x_bf16;                   // [m, hidden], when an expert's gate/up wants bf16 inputs
   std::vector<const uint16_t*> x_rows_bf16;    // [n_assign]
-  std::vector<uint16_t> act_bf16;              // [n_assign, ld_act], when a down projection does
+  AlignedVector<uint16_t> act_bf16;            // [n_assign, ld_act], when a down projection does
   std::vector<const uint16_t*> act_rows_bf16;  // [n_assign]
   AlignedVector<uint16_t> x_packed, act_packed;  // per group: its rows packed (runs_packed)
   std::vector<int64_t> x_packed_at, act_packed_at;  // [groups]: offsets into them

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "kernels/ops.h"
 #include "model/expert_parallel_moe.h"
 
@@ -21,7 +22,7 @@ struct ExpertWeights {  // gate w1, up w3, down w2
 };
 
 struct ClampedMoeScratch {
-  std::vector<float> x, gate, up, out, acc, packed, ones;
+  AlignedVector<float> x, gate, up, out, acc, packed, ones;
   std::vector<int32_t> rows;
 };
 
