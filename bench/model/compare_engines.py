@@ -14,6 +14,9 @@ Formats (each needs the files named for the engines that run it; a missing file 
   fp8:  --di-fp8 DIR (e4m3, 128x128 block scales), --ik-fp8 / --mainline-fp8 GGUF (Q8_0 by each engine's llama-quantize)
   fp4:  --di-fp4 DIR (FP4 experts, make_fp4_checkpoint.py), --ik-fp4 / --mainline-fp4 GGUF (the same codes)
 
+DeepInfer runs at the instruction-set level the CPU selects, or at each level given by --di-isa
+(DEEPINFER_CPU_ISA, e.g. `amx avx512bf16-fma`: the same machine with and without AMX tiles).
+
 Measurements (tokens per second): prefill 512 and 2048; decode at batch 1 with 128 and 4096 cached
 tokens; batched decode at --batches with 128-token prompts, and --long-batches with 4096-token
 prompts (llama-batched-bench -pps: one shared prompt, each sequence decodes --gen tokens).
@@ -104,11 +107,12 @@ def batched_bench(binary, model, npp, gen, batches, ctx):
     return res
 
 
-def model_bench(binary, model, act, batches, ctx, prompts, steps):
+def model_bench(binary, model, act, batches, ctx, prompts, steps, isa=None, repeats=1):
+    """Decode tok/s per batch; prefill tok/s of the last of `repeats` runs per prompt length."""
     cmd = [binary, "--model", model, "--kv", "bf16", "--activations", act, "--batches", *map(str, batches),
            "--contexts", str(ctx), "--prompts", *map(str, prompts or [0]), "--steps", str(steps),
-           "--prefill-formulations", "expanded", "--prefill-repeats", "1"]
-    out = run(cmd, env={"OMP_NUM_THREADS": "2"})
+           "--prefill-formulations", "expanded", "--prefill-repeats", str(repeats)]
+    out = run(cmd, env={"OMP_NUM_THREADS": "2", **({"DEEPINFER_CPU_ISA": isa} if isa else {})})
     res = {}
     for cells in table_rows(out, "context", "batch", "step ms"):
         res[f"decode b{int(cells[1])} ctx {ctx}"] = float(cells[3])
@@ -137,16 +141,17 @@ def jobs_for(args, fmt):
     jobs = []
     di = getattr(args, f"di_{fmt}")
     short = [b for b in args.batches if b <= 32]
-    if di and args.model_bench:
+    for isa in (args.di_isa or [None]) if di and args.model_bench else []:
         for act in args.activations:
-            parts = [("first", lambda di=di, act=act: model_bench(args.model_bench, di, act, [1] + args.batches, 128,
-                                                                 [512, 2048], args.steps)),
-                     ("first", lambda di=di, act=act: model_bench(args.model_bench, di, act, [1] + args.long_batches,
-                                                                 4096, [], args.steps))]
+            parts = [("first", lambda act=act, isa=isa: model_bench(args.model_bench, di, act, [1] + args.batches, 128,
+                                                                   [512, 2048], args.steps, isa, args.prefill_repeats)),
+                     ("first", lambda act=act, isa=isa: model_bench(args.model_bench, di, act, [1] + args.long_batches,
+                                                                   4096, [], args.steps, isa))]
             if act == args.activations[0]:  # the configuration repeated in later rounds
-                parts.append(("later", lambda di=di, act=act: model_bench(args.model_bench, di, act, [1] + short, 128,
-                                                                         [512, 2048], args.steps)))
-            jobs.append((f"DeepInfer {act} act.", parts))
+                parts.append(("later", lambda act=act, isa=isa: model_bench(args.model_bench, di, act, [1] + short, 128,
+                                                                           [512, 2048], args.steps, isa,
+                                                                           args.prefill_repeats)))
+            jobs.append((f"DeepInfer {act} act." + (f" ({isa})" if isa else ""), parts))
     for name, prefix, depth_flag in (("llama.cpp", "mainline", "d"), ("ik_llama.cpp", "ik", "gp")):
         gguf = getattr(args, f"{prefix}_{fmt}")
         bindir = getattr(args, prefix)
@@ -176,10 +181,13 @@ def main():
             ap.add_argument(f"--{who}-{fmt}")
     ap.add_argument("--formats", nargs="+", default=["bf16", "fp8", "fp4"])
     ap.add_argument("--activations", nargs="+", default=["bf16", "f32"])
+    ap.add_argument("--di-isa", nargs="+", help="DeepInfer's instruction-set levels to run (DEEPINFER_CPU_ISA)")
     ap.add_argument("--batches", type=int, nargs="+", default=[8, 32, 64, 128, 256])
     ap.add_argument("--long-batches", type=int, nargs="+", default=[8, 32])
     ap.add_argument("--gen", type=int, default=8, help="decode steps per batched configuration")
     ap.add_argument("--steps", type=int, default=8, help="model_bench decode steps")
+    ap.add_argument("--prefill-repeats", type=int, default=1,
+                    help="model_bench prefill runs per length; the last is reported (llama-bench warms up once)")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--ik-repack", action="store_true", help="also ik_llama.cpp's prefill with -rtr 1")
     ap.add_argument("--idle-busy", type=float, default=0.05)
