@@ -14,7 +14,8 @@
 // - fp8 (e4m3, 128 x 128 scale blocks) and FP4 (e2m1, UE8M0 per 32) weights with bf16 activations
 //   on every level, against bf16 on the top one: GEMV at m = 1 (GB/s of stored bytes, scales
 //   included, 1 GiB of them in rotation, next to a 4-stream read-bandwidth probe over 1 GiB) and
-//   linear 2816 x 2048 at m = 16 .. 512 (GFLOP/s). --lowbit runs only this part.
+//   linear 2816 x 2048 at m = 16 .. 512 (GFLOP/s); on amx also fp8 and FP4 relaid tile-major
+//   (cpu::relay_weight). --lowbit runs only this part.
 // Usage: gemm_levels_bench [--reps N] [--quick] [--lowbit]; OMP_NUM_THREADS sets the threads.
 #include <immintrin.h>
 #include <omp.h>
@@ -28,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "core/dtype.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/isa.h"
@@ -121,6 +123,20 @@ struct LowBitWeights {
       else lw.scale_e8m0 = e8m0.data() + size_t(i) * size_t(n_scales);
       w.push_back(lw);
     }
+  }
+  // The matrices relaid (cpu::relay_weight) for `isa`, where that level relays them (its packed
+  // blocks run on tiles): tile-major. Else stays empty.
+  std::vector<AlignedVector<uint8_t>> relaid_data;
+  std::vector<LinearWeight> relaid;
+  void relay_for(cpu::Isa isa) {
+    const cpu::Isa saved = cpu::active_isa();
+    cpu::set_active_isa(isa);
+    for (const LinearWeight& lw : w) {
+      const size_t bytes = cpu::relaid_bytes(lw);
+      if (bytes == 0) break;
+      relaid.push_back(cpu::relay_weight(lw, relaid_data.emplace_back(bytes).data()));
+    }
+    cpu::set_active_isa(saved);
   }
 };
 
@@ -290,14 +306,19 @@ std::vector<Variant> lowbit_variants(const std::vector<Level>& levels, const Wei
                                      const LowBitWeights& fp4, double bf16_bytes) {
   static std::vector<std::string> names;  // the Variants point into it
   names.clear();
-  names.reserve(1 + 2 * levels.size());
+  names.reserve(3 + 2 * levels.size());
   names.push_back(std::string("bf16 ") + levels[0].name);
   std::vector<Variant> vs = {{names.back().c_str(), levels[0].isa, &bf16.w, bf16_bytes}};
-  for (const auto& [fmt, lw] : {std::pair<const char*, const LowBitWeights*>{"fp8 ", &fp8}, {"fp4 ", &fp4}})
+  for (const auto& [fmt, lw] : {std::pair<const char*, const LowBitWeights*>{"fp8 ", &fp8}, {"fp4 ", &fp4}}) {
     for (const Level& l : levels) {
       names.push_back(fmt + std::string(l.name));
       vs.push_back({names.back().c_str(), l.isa, &lw->w, bf16_bytes > 0 ? double(lw->bytes_per_matrix) : 0});
     }
+    if (!lw->relaid.empty()) {
+      names.push_back(fmt + std::string(levels[0].name) + " tile-major");
+      vs.push_back({names.back().c_str(), levels[0].isa, &lw->relaid, bf16_bytes > 0 ? double(lw->bytes_per_matrix) : 0});
+    }
+  }
   return vs;
 }
 
@@ -308,6 +329,9 @@ void lowbit_section(const std::vector<Level>& levels, int reps, bool quick) {
     Weights bf16(rotation(double(n_out * n_in * 2)), n_out, n_in, 7);
     LowBitWeights fp8(DType::F8_E4M3, rotation(double(n_out * n_in)), n_out, n_in, 9);
     LowBitWeights fp4(DType::F4_E2M1, rotation(double(n_out * n_in) * 17 / 32), n_out, n_in, 13);
+    fp8.relay_for(levels[0].isa);
+  fp4.relay_for(levels[0].isa);
+    fp4.relay_for(levels[0].isa);
     const std::vector<Variant> vs = lowbit_variants(levels, bf16, fp8, fp4, double(n_out * n_in * 2));
     const std::vector<float> x = activations(n_in, 3);
     std::vector<float> y(static_cast<size_t>(n_out));
@@ -324,6 +348,8 @@ void lowbit_section(const std::vector<Level>& levels, int reps, bool quick) {
   const int64_t n_out = 2816, n_in = 2048;
   Weights bf16(1, n_out, n_in, 11);
   LowBitWeights fp8(DType::F8_E4M3, 1, n_out, n_in, 9), fp4(DType::F4_E2M1, 1, n_out, n_in, 13);
+  fp8.relay_for(levels[0].isa);
+  fp4.relay_for(levels[0].isa);
   const std::vector<Variant> vs = lowbit_variants(levels, bf16, fp8, fp4, 0);
   for (int64_t m : quick ? std::vector<int64_t>{64, 256} : std::vector<int64_t>{16, 64, 256, 512}) {
     const std::vector<float> x = activations(m * n_in, 5);

@@ -34,6 +34,14 @@ struct LinearWeight {
   // F4_E2M1 only (n_in a multiple of 32): [n_out, n_in / 32] UE8M0 bytes, none 0xff;
   // W[i, j] = E2M1(nibble j of row i) * 2^(scale_e8m0[i, j / 32] - 127), exact in bf16 and f32.
   const uint8_t* scale_e8m0 = nullptr;
+  // F8_E4M3 and F4_E2M1: the weights stored tile-major instead of by rows (Backend::relay_weight;
+  // only the CPU level whose packed blocks run on AMX tiles reads this layout). Block b = t * kc +
+  // c (kc = ceil(n_in / 32)) holds the 16 x 32 weights of rows [16t, 16t + 16) and columns
+  // [32c, 32c + 32), row after row: fp8 512 code bytes at data + 512 b, zero past n_out and n_in
+  // (scale_inv: a copy of the stored scales, after the blocks); FP4 256 bytes of nibbles at
+  // data + 256 b, the 16 rows' scale bytes at scale_e8m0 + 16 b (after the blocks), zero nibbles
+  // past n_out. The same values as stored, so every output keeps its bits.
+  bool tile_major = false;
 };
 
 // Bytes of one row of w.data: n_in elements of w.dtype, two to a byte for F4_E2M1 (scales apart).
@@ -240,6 +248,12 @@ class Backend {
   virtual void silu_mul(const SiluMulParams& p) = 0;
   virtual void swiglu(const SwigluParams& p) = 0;
   virtual void moe(const MoeParams& p) = 0;
+  // Bytes of a layout of w that this backend reads faster than the stored one (fp8 and FP4 weights
+  // tile-major where they run on AMX tiles), or 0: w stays as stored.
+  virtual size_t relaid_bytes(const LinearWeight& w) = 0;
+  // Writes that layout into out (relaid_bytes(w) bytes, 64-byte aligned) and returns w reading
+  // from it: the same values, every output bit for bit as from w.
+  virtual LinearWeight relay_weight(const LinearWeight& w, void* out) = 0;
 };
 
 // The CPU backend (kernels/cpu/), the reference that runs everywhere.

@@ -87,6 +87,11 @@ struct ModelOptions {
   // With expert_group: the rows' dtype on the wire, F32 (outputs bitwise those of one process) or
   // BF16 (half the bytes; accuracy in bench/RESULTS.md).
   DType expert_wire_dtype = DType::F32;
+  // Let the backend relay the weights it reads faster in another layout (Backend::relay_weight:
+  // fp8 codes tile-major where fp8 decode runs on AMX tiles), copied out of the checkpoint's
+  // mapping at load; the outputs are bitwise the same either way. DeepSeek-V2/V3 without expert
+  // parallelism; the other models keep every weight as stored.
+  bool relay_weights = true;
 };
 
 // One sequence's draft query (CausalLM::draft): its positions [0, n_ctx) are in the cache (block

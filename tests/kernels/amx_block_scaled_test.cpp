@@ -5,12 +5,15 @@
 //    16 x 64, n_in not a multiple of 32 or of the block, n_out not a multiple of 16;
 //  - FP4: bitwise the same weights expanded to bf16 on the same level;
 //  - both: every batch size 1..300 gives each row the bits it gets alone, on one and two threads
-//    (linear, SwiGLU, MoE).
+//    (linear, SwiGLU, MoE);
+//  - fp8 and FP4 relaid tile-major (cpu::relay_weight): the layout byte for byte, and bitwise the
+//    stored layout's outputs.
 // Skipped where the CPU or OS offers no AMX.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <random>
 #include <string>
@@ -140,6 +143,121 @@ void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b) 
   for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(std::memcmp(&a[i], &b[i], 4), 0) << "element " << i << ": " << a[i] << " vs " << b[i];
 }
 
+// w (fp8 or FP4) relaid tile-major (cpu::relay_weight) into buf (filled with 0xff first), checked
+// byte for byte against LinearWeight::tile_major's layout: the bytes of row 16t + r, columns
+// [32c, 32c + 32) at block (t * kc + c), row r (32 bytes of fp8 codes, 16 of FP4 nibbles), zero
+// past n_out and n_in; then the fp8 scales (a copy) or the FP4 blocks' scale bytes.
+LinearWeight tile_major(const LinearWeight& w, AlignedVector<uint8_t>& buf) {
+  buf.assign(cpu::relaid_bytes(w), 0xff);
+  EXPECT_FALSE(buf.empty()) << "the amx level relays fp8 and FP4 weights with bf16 activations";
+  const LinearWeight t = cpu::relay_weight(w, buf.data());
+  EXPECT_TRUE(t.tile_major);
+  EXPECT_EQ(t.data, buf.data());
+  const bool fp8 = w.dtype == DType::F8_E4M3;
+  const int64_t kc = (w.n_in + 31) / 32, blocks = (w.n_out + 15) / 16 * kc, row_bytes = fp8 ? w.n_in : w.n_in / 2;
+  const int64_t chunk = fp8 ? 32 : 16, block = 16 * chunk;
+  const uint8_t* stored = static_cast<const uint8_t*>(w.data);
+  for (int64_t i = 0; i < blocks * block; ++i) {
+    const int64_t b = i / block, row = b / kc * 16 + i % block / chunk, at = b % kc * chunk + i % chunk;
+    const uint8_t want = row < w.n_out && at < row_bytes ? stored[row * row_bytes + at] : 0;
+    if (buf[size_t(i)] != want) {
+      ADD_FAILURE() << "byte " << i << " (row " << row << ", byte " << at << " of it): " << int(buf[size_t(i)]) << ", want " << int(want);
+      break;
+    }
+  }
+  const uint8_t* after = buf.data() + blocks * block;
+  if (fp8) {
+    const int64_t n_scales = (w.n_out + w.block_rows - 1) / w.block_rows * ((w.n_in + w.block_cols - 1) / w.block_cols);
+    EXPECT_EQ(int64_t(buf.size()), blocks * block + n_scales * 4);
+    EXPECT_EQ(static_cast<const void*>(t.scale_inv), after);
+    EXPECT_EQ(std::memcmp(t.scale_inv, w.scale_inv, size_t(n_scales) * 4), 0);
+  } else {
+    EXPECT_EQ(int64_t(buf.size()), blocks * block + blocks * 16);
+    EXPECT_EQ(t.scale_e8m0, after);
+    for (int64_t b = 0; b < blocks; ++b)
+      for (int64_t r = 0; r < 16; ++r) {
+        const int64_t row = b / kc * 16 + r;
+        if (row < w.n_out) EXPECT_EQ(after[b * 16 + r], w.scale_e8m0[row * (w.n_in / 32) + b % kc]) << "row " << row;
+      }
+  }
+  return t;
+}
+
+// Tile-major fp8 codes give every output the stored layout's bits: one token tile (streamed a
+// chunk at a time) and several (panels copied block by block), on one and two threads; linear
+// (every shape above), SwiGLU and MoE (experts and a shared expert relaid).
+TEST_F(AmxBlockScaled, Fp8TileMajorGivesTheStoredLayoutsBits) {
+  const std::vector<int64_t> batches = {1, 2, 15, 16, 17, 40};
+  for (const Fp8Shape& s : kFp8Shapes) {
+    SCOPED_TRACE(std::to_string(s.n_out) + " x " + std::to_string(s.n_in) + ", blocks " + std::to_string(s.block_rows) +
+                 " x " + std::to_string(s.block_cols));
+    const auto tw = fp8_weight(s.n_out, s.n_in, s.block_rows, s.block_cols, 7);
+    AlignedVector<uint8_t> buf;
+    const LinearWeight tm = tile_major(tw->w, buf);
+    const int64_t ldx = s.n_in + 5;
+    const std::vector<float> x = random_floats(size_t(batches.back() * ldx), 11);
+    for (int threads : {1, 2}) {
+      const ThreadScope scope(threads);
+      for (int64_t m : batches) {
+        std::vector<float> stored(size_t(m * s.n_out)), relaid(size_t(m * s.n_out));
+        cpu::linear({x.data(), ldx, m, &tw->w, stored.data(), s.n_out});
+        cpu::linear({x.data(), ldx, m, &tm, relaid.data(), s.n_out});
+        SCOPED_TRACE("m " + std::to_string(m) + ", threads " + std::to_string(threads));
+        expect_same_bits(stored, relaid);
+      }
+    }
+  }
+  {
+    SCOPED_TRACE("SwiGLU");
+    const int64_t inter = 45, n_in = 300;
+    const auto gate = fp8_weight(inter, n_in, 128, 128, 3), up = fp8_weight(inter, n_in, 128, 128, 4);
+    AlignedVector<uint8_t> gb, ub;
+    const LinearWeight g = tile_major(gate->w, gb), u = tile_major(up->w, ub);
+    const std::vector<float> x = random_floats(size_t(batches.back() * n_in), 5);
+    for (int64_t m : batches) {
+      std::vector<float> stored(size_t(m * inter)), relaid(size_t(m * inter));
+      cpu::swiglu({x.data(), n_in, m, &gate->w, &up->w, stored.data(), inter});
+      cpu::swiglu({x.data(), n_in, m, &g, &u, relaid.data(), inter});
+      SCOPED_TRACE("m " + std::to_string(m));
+      expect_same_bits(stored, relaid);
+    }
+  }
+  {
+    SCOPED_TRACE("MoE");
+    const int64_t d = 96, inter = 48;
+    const int E = 4, k = 2;
+    std::vector<std::unique_ptr<TestWeight>> ws;
+    std::deque<AlignedVector<uint8_t>> bufs;
+    std::vector<LinearWeight> relaid_ws;
+    relaid_ws.reserve(3 * (E + 1));
+    std::vector<MlpWeightRefs> stored, relaid;
+    for (int e = 0; e <= E; ++e) {  // the last is the shared expert
+      const int64_t width = e == E ? 2 * inter : inter;
+      ws.push_back(fp8_weight(width, d, 128, 128, 100 + 7 * uint32_t(e)));
+      ws.push_back(fp8_weight(width, d, 128, 128, 101 + 7 * uint32_t(e)));
+      ws.push_back(fp8_weight(d, width, 128, 128, 102 + 7 * uint32_t(e)));
+      for (size_t j = ws.size() - 3; j < ws.size(); ++j) relaid_ws.push_back(tile_major(ws[j]->w, bufs.emplace_back()));
+      stored.push_back({&ws[ws.size() - 3]->w, &ws[ws.size() - 2]->w, &ws[ws.size() - 1]->w});
+      relaid.push_back({&relaid_ws[relaid_ws.size() - 3], &relaid_ws[relaid_ws.size() - 2], &relaid_ws[relaid_ws.size() - 1]});
+    }
+    const int64_t rows = 40;
+    std::vector<int32_t> ids(size_t(rows * k));
+    std::vector<float> wts(size_t(rows * k), 0.5f);
+    for (int64_t r = 0; r < rows; ++r) {
+      ids[size_t(r * k)] = int32_t(r % E);
+      ids[size_t(r * k + 1)] = int32_t((r % E + 1 + (r / E) % (E - 1)) % E);  // another expert
+    }
+    const std::vector<float> x = random_floats(size_t(rows * d), 9);
+    for (int64_t m : {int64_t(1), int64_t(3), rows}) {
+      std::vector<float> a(size_t(m * d)), b(size_t(m * d));
+      cpu::moe({x.data(), d, m, stored.data(), E, k, ids.data(), wts.data(), &stored[E], a.data(), d});
+      cpu::moe({x.data(), d, m, relaid.data(), E, k, ids.data(), wts.data(), &relaid[E], b.data(), d});
+      SCOPED_TRACE("m " + std::to_string(m));
+      expect_same_bits(a, b);
+    }
+  }
+}
+
 TEST_F(AmxBlockScaled, Fp4LinearIsTheBf16ExpansionForEveryBatchSize) {
   for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{37, 288}, {130, 1056}, {5, 32}, {300, 7808}}) {
     SCOPED_TRACE(std::to_string(n_out) + " x " + std::to_string(n_in));
@@ -155,6 +273,41 @@ TEST_F(AmxBlockScaled, Fp4LinearIsTheBf16ExpansionForEveryBatchSize) {
     expect_every_batch_size_invariant(n_out, [&](int64_t r0, int64_t m, float* out) {
       cpu::linear({x.data() + r0 * ldx, ldx, m, &w.fp4, out, n_out});
     });
+  }
+}
+
+// FP4 relaid tile-major: the stored layout's bits (linear on one and two threads, SwiGLU), one token
+// tile (streamed) and several (panels).
+TEST_F(AmxBlockScaled, Fp4TileMajorGivesTheStoredLayoutsBits) {
+  const std::vector<int64_t> batches = {1, 2, 16, 17, 40};
+  for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{37, 288}, {130, 1056}, {5, 32}, {300, 7808}}) {
+    SCOPED_TRACE(std::to_string(n_out) + " x " + std::to_string(n_in));
+    const Fp4Pair w(n_out, n_in, 7);
+    AlignedVector<uint8_t> buf;
+    const LinearWeight tm = tile_major(w.fp4, buf);
+    const std::vector<float> x = random_floats(size_t(batches.back() * n_in), 11);
+    for (int threads : {1, 2}) {
+      const ThreadScope scope(threads);
+      for (int64_t m : batches) {
+        std::vector<float> stored(size_t(m * n_out)), relaid(size_t(m * n_out));
+        cpu::linear({x.data(), n_in, m, &w.fp4, stored.data(), n_out});
+        cpu::linear({x.data(), n_in, m, &tm, relaid.data(), n_out});
+        SCOPED_TRACE("m " + std::to_string(m) + ", threads " + std::to_string(threads));
+        expect_same_bits(stored, relaid);
+      }
+    }
+  }
+  const int64_t inter = 45, n_in = 320;
+  const Fp4Pair gate(inter, n_in, 3), up(inter, n_in, 4);
+  AlignedVector<uint8_t> gb, ub;
+  const LinearWeight g = tile_major(gate.fp4, gb), u = tile_major(up.fp4, ub);
+  const std::vector<float> x = random_floats(size_t(40 * n_in), 9);
+  for (int64_t m : batches) {
+    std::vector<float> stored(size_t(m * inter)), relaid(size_t(m * inter));
+    cpu::swiglu({x.data(), n_in, m, &gate.fp4, &up.fp4, stored.data(), inter});
+    cpu::swiglu({x.data(), n_in, m, &g, &u, relaid.data(), inter});
+    SCOPED_TRACE("SwiGLU, m " + std::to_string(m));
+    expect_same_bits(stored, relaid);
   }
 }
 

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "model/deepseek/model.h"
@@ -121,6 +123,62 @@ TEST_P(BatchInvariance, ExpandedPromptRowsAgreeWithAbsorbedOnes) {
   }
   const double tol = act_dtype == DType::BF16 ? 3e-2 : kv_dtype == DType::F8_E4M3 ? 1e-2 : 1e-4;
   EXPECT_LT(max_diff, tol * max_abs) << "largest logit " << max_abs;
+}
+
+// Weights the backend relays at load (fp8 and FP4 tile-major where they run on AMX tiles) give
+// every sequence the bits of the weights as stored: prompt and generated rows, decode steps (one
+// token tile) and chunks of 64 (several). Skipped where the CPU level keeps them as stored.
+std::vector<std::vector<std::vector<float>>> relaid_and_stored(const std::string& dir,
+                                                               const std::function<bool(const DeepseekWeights&)>& relaid) {
+  ModelOptions with, without;
+  with.activation_dtype = without.activation_dtype = DType::BF16;
+  without.relay_weights = false;
+  auto a = DeepseekModel::Load(dir, with, cpu_backend());
+  auto b = DeepseekModel::Load(dir, without, cpu_backend());
+  EXPECT_TRUE(a.ok() && b.ok());
+  if (!a.ok() || !b.ok()) return {};
+  EXPECT_FALSE(relaid((*b)->weights()));
+  if (!relaid((*a)->weights())) return {};
+  std::vector<std::vector<int32_t>> prompts = {prompt(40, 1), prompt(7, 2), prompt(129, 3), prompt(1, 4)};
+  for (std::vector<int32_t>& p : prompts)
+    for (int32_t& id : p) id %= (*a)->info().vocab_size;
+  const std::vector<int> n_prompt = {30, 5, 100, 1};
+  std::vector<std::vector<std::vector<float>>> out;
+  for (int chunk : {1, 64})
+    for (DeepseekModel* m : {a->get(), b->get()}) out.push_back(run(*m, prompts, chunk, DType::BF16, n_prompt));
+  return out;
+}
+
+void expect_pairs_equal(const std::vector<std::vector<std::vector<float>>>& runs) {
+  for (size_t i = 0; i + 1 < runs.size(); i += 2)
+    for (size_t s = 0; s < runs[i].size(); ++s)
+      EXPECT_EQ(std::memcmp(runs[i][s].data(), runs[i + 1][s].data(), runs[i][s].size() * 4), 0)
+          << "sequence " << s << ", chunk " << (i == 0 ? 1 : 64);
+}
+
+TEST(RelaidWeights, Fp8GiveTheStoredWeightsBits) {
+  const auto runs = relaid_and_stored("tests/data/models/tiny-v3-fp8", [](const DeepseekWeights& w) {
+    const bool relaid = w.layers[0].attn.o_proj.tile_major;
+    if (relaid) {
+      for (const LinearWeight* lw : {&w.layers[0].mlp.down, &w.layers[1].moe.experts[5].up, &w.layers[1].moe.shared.gate,
+                                     &w.layers[2].attn.q_b_proj})
+        EXPECT_TRUE(lw->tile_major);
+      EXPECT_FALSE(w.layers[0].attn.kv_b_proj.tile_major);  // absorbed into attention: rows as stored
+    }
+    return relaid;
+  });
+  if (runs.empty()) GTEST_SKIP() << "this CPU level keeps fp8 weights as stored";
+  expect_pairs_equal(runs);
+}
+
+TEST(RelaidWeights, Fp4ExpertsGiveTheStoredWeightsBits) {
+  const auto runs = relaid_and_stored("tests/data/models/tiny-v3-fp4", [](const DeepseekWeights& w) {
+    const LinearWeight& e = w.layers[1].moe.experts[5].up;
+    EXPECT_EQ(e.dtype, DType::F4_E2M1);
+    return e.tile_major;
+  });
+  if (runs.empty()) GTEST_SKIP() << "this CPU level keeps FP4 weights as stored";
+  expect_pairs_equal(runs);
 }
 
 INSTANTIATE_TEST_SUITE_P(CacheAndActivationDtypes, BatchInvariance,

@@ -22,6 +22,8 @@ class CpuBackend final : public Backend {
   void silu_mul(const SiluMulParams& p) override { cpu::silu_mul(p); }
   void swiglu(const SwigluParams& p) override { cpu::swiglu(p); }
   void moe(const MoeParams& p) override { cpu::moe(p); }
+  size_t relaid_bytes(const LinearWeight& w) override { return cpu::relaid_bytes(w); }
+  LinearWeight relay_weight(const LinearWeight& w, void* out) override { return cpu::relay_weight(w, out); }
 };
 
 }  // namespace

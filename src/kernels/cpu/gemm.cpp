@@ -2,6 +2,8 @@
 // the active ISA's kernels (kernel_table.h). A batch of m rows streams each weight block once.
 #include "kernels/cpu/gemm.h"
 
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "core/check.h"
@@ -19,6 +21,8 @@ void check_weight(const LinearWeight& w) {
                  "fp8 weights need scale_inv and a block width that is a multiple of 16");
   DI_CHECK_MSG(w.act_dtype == DType::F32 || (w.act_dtype == DType::BF16 && admits_bf16_activations(w)),
                "bf16 activations need bf16 weights or fp8 weights with blocks of a multiple of 32 columns");
+  DI_CHECK_MSG(!w.tile_major || (kernels().packs_tiles && runs_packed(w)),
+               "tile-major weights run only on the packed blocks of a level with AMX tiles");
 }
 
 }  // namespace
@@ -54,8 +58,59 @@ int64_t packed_column_block(int64_t n_out, int64_t tile_row_bytes, int64_t row_b
   return (nb + 31) / 32 * 32;
 }
 
+namespace {
+// A relaid weight (LinearWeight::tile_major): its 16 x 32 blocks, then its scales (fp8: a copy of
+// the stored scales; FP4: the blocks' scale bytes), so that no read of it touches the stored
+// weight's pages, nor maps their neighbours.
+int64_t tile_blocks(const LinearWeight& w) { return (w.n_out + 15) / 16 * ((w.n_in + 31) / 32); }
+size_t block_bytes(const LinearWeight& w) { return w.dtype == DType::F8_E4M3 ? 512 : 256; }
+size_t fp8_scales(const LinearWeight& w) {
+  return size_t((w.n_out + w.block_rows - 1) / w.block_rows) * size_t((w.n_in + w.block_cols - 1) / w.block_cols);
+}
+}  // namespace
+
+size_t relaid_bytes(const LinearWeight& w) {
+  if ((w.dtype != DType::F8_E4M3 && w.dtype != DType::F4_E2M1) || w.tile_major || !kernels().packs_tiles ||
+      !runs_packed(w))
+    return 0;
+  const size_t blocks = size_t(tile_blocks(w)) * block_bytes(w);
+  return blocks + (w.dtype == DType::F8_E4M3 ? fp8_scales(w) * sizeof(float) : size_t(tile_blocks(w)) * 16);
+}
+
+LinearWeight relay_weight(const LinearWeight& w, void* out) {
+  DI_CHECK_MSG(relaid_bytes(w) > 0, "relay_weight: the active level keeps this weight as stored");
+  const int64_t kc = (w.n_in + 31) / 32, n_tiles = (w.n_out + 15) / 16;
+  const bool fp8 = w.dtype == DType::F8_E4M3;
+  const int64_t row_bytes = weight_row_bytes(w), chunk_bytes = fp8 ? 32 : 16;  // of a row, per 32 columns
+  const uint8_t* src = static_cast<const uint8_t*>(w.data);
+  uint8_t* dst = static_cast<uint8_t*>(out);
+  uint8_t* scales = dst + size_t(tile_blocks(w)) * block_bytes(w);
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < n_tiles; ++t)
+    for (int64_t c = 0; c < kc; ++c) {
+      uint8_t* block = dst + (t * kc + c) * int64_t(block_bytes(w));
+      const int64_t n = std::min<int64_t>(chunk_bytes, row_bytes - c * chunk_bytes);  // FP4: n_in % 32 == 0
+      for (int64_t r = 0; r < 16; ++r) {
+        const int64_t row = t * 16 + r;
+        uint8_t* d = block + r * chunk_bytes;
+        const int64_t copied = row < w.n_out ? n : 0;
+        if (copied) std::memcpy(d, src + row * row_bytes + c * chunk_bytes, size_t(copied));
+        std::memset(d + copied, 0, size_t(chunk_bytes - copied));
+        if (!fp8) scales[(t * kc + c) * 16 + r] = row < w.n_out ? w.scale_e8m0[row * (w.n_in / 32) + c] : 127;
+      }
+    }
+  if (fp8) std::memcpy(scales, w.scale_inv, fp8_scales(w) * sizeof(float));
+  LinearWeight r = w;
+  r.data = out;
+  if (fp8) r.scale_inv = reinterpret_cast<const float*>(scales);
+  else r.scale_e8m0 = scales;
+  r.tile_major = true;
+  return r;
+}
+
 void embed(const EmbedParams& p) {
   DI_CHECK(p.table != nullptr && p.ids != nullptr && p.y != nullptr);
+  DI_CHECK_MSG(!p.table->tile_major, "an embedding table is read by rows, as stored");
   for (int64_t r = 0; r < p.m; ++r) {
     DI_CHECK(p.ids[r] >= 0 && p.ids[r] < p.table->n_out);
     dequant_row(*p.table, p.ids[r], p.y + r * p.table->n_in);
@@ -100,7 +155,7 @@ void swiglu(const SwigluParams& p) {
   const LinearWeight &g = *p.gate, &u = *p.up;
   check_weight(g);
   DI_CHECK(u.dtype == g.dtype && u.n_out == g.n_out && u.n_in == g.n_in && u.block_cols == g.block_cols &&
-           u.act_dtype == g.act_dtype);
+           u.act_dtype == g.act_dtype && u.tile_major == g.tile_major);
   DI_CHECK(p.ldx >= g.n_in && p.ldy >= g.n_out);
   const KernelTable& k = kernels();
   const float* const* x = strided_rows(p.x, p.ldx, p.m);

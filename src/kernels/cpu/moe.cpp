@@ -139,6 +139,8 @@ void moe(const MoeParams& p) {
                   (admits_bf16_activations(*w.gate) && w.up->block_cols == w.gate->block_cols)) &&
                      (w.down->act_dtype == DType::F32 || admits_bf16_activations(*w.down)),
                  "bf16 activations need bf16 weights or fp8 weights with blocks of a multiple of 32 columns");
+    DI_CHECK_MSG((pack_up || (!w.gate->tile_major && !w.up->tile_major)) && (pack_down || !w.down->tile_major),
+                 "tile-major fp8 experts run only on the packed blocks of a level with AMX tiles");
     const int64_t up_row_bytes = 2 * weight_row_bytes(*w.gate), down_row_bytes = weight_row_bytes(*w.down);
     const int64_t n = s.groups[size_t(g)].n;
     add_tasks(s.up_tasks, g, w.gate->n_out,

@@ -166,11 +166,20 @@ inline void copy_panels_from(const Source& src, int64_t n_in, int64_t o_begin, i
   }
 }
 // Chunks [c0, c1) of the panels' rows [r0, r1) (by default all chunks, and all rows: up to o_end
-// rounded up to whole tiles); w is BF16, F8_E4M3 or F4_E2M1.
+// rounded up to whole tiles); w is BF16, F8_E4M3 or F4_E2M1. Tile-major weights (o_begin, r0 and
+// r1 multiples of 16) copy whole tiles, block by block (rows past o_end: the tile's stored rows,
+// zero past n_out; their outputs are never stored).
 inline void copy_panels(const LinearWeight& w, int64_t o_begin, int64_t o_end, uint16_t* panels, int64_t c0 = 0,
                         int64_t c1 = -1, int64_t r0 = 0, int64_t r1 = -1) {
-  if (c1 < 0) c1 = (w.n_in + kChunk - 1) / kChunk;
+  const int64_t kc = (w.n_in + kChunk - 1) / kChunk;
+  if (c1 < 0) c1 = kc;
   if (r1 < 0) r1 = (o_end - o_begin + kTile - 1) / kTile * kTile;
+  if (w.tile_major) {
+    const Avx512Bf16::Fp8Lut lut;
+    for (int64_t t = r0 / kTile; t < r1 / kTile; ++t)
+      for (int64_t c = c0; c < c1; ++c) tile_block(lut, w, kc, o_begin / kTile + t, c, panels + (t * kc + c) * kPanelStride);
+    return;
+  }
   switch (w.dtype) {
     case DType::F8_E4M3: return copy_panels_from(Fp8Source(w), w.n_in, o_begin, o_end, panels, c0, c1, r0, r1);
     case DType::F4_E2M1: return copy_panels_from(Fp4Source(w), w.n_in, o_begin, o_end, panels, c0, c1, r0, r1);
@@ -341,6 +350,34 @@ inline void group_pass(const WeightTilesAt& wa, int64_t kc, const uint16_t* pack
   }
 }
 
+// One token tile (tb) against tile t[a] of tile-major weight w[a], a < NA: each chunk's blocks
+// are converted into an L1 ring of two right before their tiles, so the weights stream from
+// memory in order and no panel round-trips through L2 (copying whole stored rows into L2 panels
+// kept fp8 decode at 7.5-9.4 GB/s). The chunk order and the arithmetic are group_pass's with one
+// token tile (k_block, or k_block_scaled for fp8 (bs)), bit for bit: the outputs in acc[0][a], or
+// the scaled totals in tot[0][a].
+template <int NA>
+inline void stream_tile_major(const LinearWeight* const (&w)[2], const int64_t (&t)[2], int64_t kc, const uint16_t* tb,
+                              const BlockScales* bs, float (*acc)[2][kTile * kTile], float (*tot)[2][kTile * kTile]) {
+  alignas(64) uint16_t ring[2][2][kBlockElems];
+  const Avx512Bf16::Fp8Lut lut;
+  const uint16_t* const tbs[2] = {tb, tb};
+  float (*const part[2])[kTile * kTile] = {acc[0], acc[0]};
+  float (*const total[2])[kTile * kTile] = {tot[0], tot[0]};
+  acc_zero<NA, 1>();
+  for (int64_t c = 0; c < kc; ++c) {
+    uint16_t(&slot)[2][kBlockElems] = ring[c & 1];
+    for (int a = 0; a < NA; ++a) tile_block(lut, *w[a], kc, t[a], c, slot[a]);
+    chunk_step<NA, 1>(WeightTilesAt{{slot[0], slot[NA - 1]}, 0, 64}, tbs, c);
+    if (bs && ((c + 1) % bs->bc == 0 || c + 1 == kc)) {
+      acc_store<NA, 1>(part);
+      scale_into<NA, 1>(part, total, *bs, c / bs->bc);
+      acc_zero<NA, 1>();
+    }
+  }
+  if (!bs) acc_store<NA, 1>(part);
+}
+
 // Per-thread panel buffer of at least n elements, on a cache line.
 inline uint16_t* panel_buffer(int64_t n) {
   thread_local AlignedVector<uint16_t> buf;
@@ -428,7 +465,8 @@ inline void linear_block_packed(const uint16_t* packed, int64_t m, const LinearW
   const bool stream = streams_weights(m, w);
   const int64_t per_pass = pass_tiles(tile_elems);
   const bool one_pass = n_tt <= per_pass, ahead = copies_ahead(n_tt, panel_elems);
-  const int64_t n_slots = panel_slots(one_pass, ahead, n_tiles, 2);
+  const bool tile_stream = w.tile_major && n_tt == 1;  // stream_tile_major: no panels
+  const int64_t n_slots = tile_stream ? 0 : panel_slots(one_pass, ahead, n_tiles, 2);
   uint16_t* panels = panel_buffer(n_slots * panel_elems);
   const auto panel = [&](int64_t i) { return panels + i % n_slots * panel_elems; };  // weight tile i's
   const uint16_t* base = static_cast<const uint16_t*>(w.data);
@@ -440,6 +478,19 @@ inline void linear_block_packed(const uint16_t* packed, int64_t m, const LinearW
     for (int64_t i = 0; i < n_tiles; i += 2) {
       const int na = i + 1 < n_tiles ? 2 : 1;
       const int64_t o0 = o_begin + i * kTile;
+      BlockScales bs_storage;
+      const BlockScales* bs = fp8_scales(w, w, o0, o0 + (na - 1) * kTile, bs_storage);
+      if (tile_stream) {
+        const LinearWeight* const ws[2] = {&w, &w};
+        const int64_t ts[2] = {o0 / kTile, o0 / kTile + na - 1};
+        if (na == 2) stream_tile_major<2>(ws, ts, kc, packed, bs, acc, tot);
+        else stream_tile_major<1>(ws, ts, kc, packed, bs, acc, tot);
+        for (int a = 0; a < na; ++a) {
+          const int64_t o = o0 + a * kTile;
+          store_transposed((bs ? tot : acc)[0][a], int(m), int(std::min<int64_t>(kTile, o_end - o)), y + (o - o_begin), ldy);
+        }
+        continue;
+      }
       WeightTilesAt wa = WeightTilesAt::panels(panel(i), panel(i + na - 1));
       NextCopy next;
       if (!stream && tt0 == 0) {  // the first pass copies the panels: the first group's now, each next one alongside
@@ -457,8 +508,6 @@ inline void linear_block_packed(const uint16_t* packed, int64_t m, const LinearW
         copy_panels(w, o0, std::min(o_end, o0 + na * kTile), panels);
         wa = WeightTilesAt::panels(panels, panels + (na - 1) * panel_elems);
       }
-      BlockScales bs_storage;
-      const BlockScales* bs = fp8_scales(w, w, o0, o0 + (na - 1) * kTile, bs_storage);
       if (na == 2) group_pass<2>(wa, kc, packed, tt0, tt1, next, bs, acc, tot);
       else group_pass<1>(wa, kc, packed, tt0, tt1, next, bs, acc, tot);
       float (*const out)[2][kTile * kTile] = bs ? tot : acc;
@@ -481,7 +530,8 @@ inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearW
   const bool stream = streams_weights(m, gate);
   const int64_t per_pass = pass_tiles(tile_elems);
   const bool ahead = copies_ahead(n_tt, panel_elems);
-  const int64_t n_slots = panel_slots(n_tt <= per_pass, ahead, n_tiles, 1);
+  const bool tile_stream = gate.tile_major && n_tt == 1;  // stream_tile_major: no panels
+  const int64_t n_slots = tile_stream ? 0 : panel_slots(n_tt <= per_pass, ahead, n_tiles, 1);
   uint16_t* gate_panels = panel_buffer(2 * n_slots * panel_elems);
   uint16_t* up_panels = gate_panels + n_slots * panel_elems;
   const auto slot = [&](int64_t i) { return i % n_slots * panel_elems; };  // of output tile i's panels
@@ -493,6 +543,17 @@ inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearW
     const int64_t tt1 = std::min(n_tt, tt0 + per_pass);
     for (int64_t i = 0; i < n_tiles; ++i) {
       const int64_t o = o_begin + i * kTile;
+      BlockScales bs_storage;
+      const BlockScales* bs = fp8_scales(gate, up, o, o, bs_storage);
+      if (tile_stream) {
+        const LinearWeight* const ws[2] = {&gate, &up};
+        const int64_t ts[2] = {o / kTile, o / kTile};
+        stream_tile_major<2>(ws, ts, kc, packed, bs, acc, tot);
+        float (*const out)[kTile * kTile] = (bs ? tot : acc)[0];
+        silu_mul(out[0], out[1]);
+        store_transposed(out[0], int(m), int(std::min<int64_t>(kTile, o_end - o)), y + (o - o_begin), ldy);
+        continue;
+      }
       WeightTilesAt wa = WeightTilesAt::panels(gate_panels + slot(i), up_panels + slot(i));
       NextCopy next;
       if (!stream && tt0 == 0) {  // the first pass copies the panels: the first tile's now, each next one alongside
@@ -516,8 +577,6 @@ inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearW
         copy_panels(up, o, std::min(o_end, o + kTile), up_panels);
         wa = WeightTilesAt::panels(gate_panels, up_panels);
       }
-      BlockScales bs_storage;
-      const BlockScales* bs = fp8_scales(gate, up, o, o, bs_storage);
       group_pass<2>(wa, kc, packed, tt0, tt1, next, bs, acc, tot);
       float (*const out)[2][kTile * kTile] = bs ? tot : acc;
       for (int64_t tt = tt0; tt < tt1; ++tt) {

@@ -1,13 +1,12 @@
 #include "model/deepseek/model.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <optional>
 
 #include "core/check.h"
 #include "model/deepseek/router.h"
+#include "model/weight_pages.h"
 #include "model/scratch.h"
 
 namespace deepinfer {
@@ -17,42 +16,17 @@ void add_into(float* x, const float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] += y[i];
 }
 
-// Maps every page of a weight into the page tables now (reading it from the file if needed), so
-// decode steps do not take page faults the first time a token routes to an expert.
-void prefault(const LinearWeight& w) {
-  if (w.data == nullptr) return;
-  const size_t bytes = weight_data_bytes(w);
-  constexpr uintptr_t kPage = 4096;
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(w.data) & ~(kPage - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(w.data) + bytes + kPage - 1) & ~(kPage - 1);
-#ifdef MADV_POPULATE_READ
-  if (madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ) == 0) return;
-#endif
-  const volatile uint8_t* p = static_cast<const uint8_t*>(w.data);  // older kernels: touch each page
-  for (size_t off = 0; off < bytes; off += kPage) (void)p[off];
-}
-
+// An expert's pages, when it is bound (prefault) or moved to another rank (release).
 void prefault(const MlpWeights& m) {
-  prefault(m.gate);
-  prefault(m.up);
-  prefault(m.down);
-}
-
-// Drops a weight's pages from this process (the whole pages inside it; neighbours keep theirs):
-// an expert that moved to another rank stops counting in this one's resident memory. Reads would
-// fault the pages in again from the file.
-void release(const LinearWeight& w) {
-  const size_t bytes = weight_data_bytes(w);
-  constexpr uintptr_t kPage = 4096;
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(w.data) + kPage - 1) & ~(kPage - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(w.data) + bytes) & ~(kPage - 1);
-  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  prefault_pages(m.gate);
+  prefault_pages(m.up);
+  prefault_pages(m.down);
 }
 
 void release(const MlpWeights& m) {
-  release(m.gate);
-  release(m.up);
-  release(m.down);
+  release_pages(m.gate);
+  release_pages(m.up);
+  release_pages(m.down);
 }
 
 }  // namespace
@@ -83,6 +57,7 @@ Result<std::unique_ptr<DeepseekModel>> DeepseekModel::Load(const std::string& mo
   if (options.activation_dtype != DType::F32 && options.activation_dtype != DType::BF16)
     return Status::Error("activation dtype must be f32 or bf16");
   if (options.activation_dtype == DType::BF16) weights->use_bf16_activations();
+  if (options.relay_weights && !placement) weights->relay(backend);
   std::unique_ptr<DeepseekModel> model(
       new DeepseekModel(std::move(config), std::move(ckpt), std::move(weights), options, backend));
   if (placement) {
@@ -112,12 +87,12 @@ DeepseekModel::DeepseekModel(ModelConfig c, Checkpoint ckpt, std::unique_ptr<Dee
   info_.activation_dtype = options.activation_dtype;
   info_.kv_formulation = options.prefill_attention == PrefillAttention::kExpanded ? "prompt rows expanded"
                                                                               : "every row absorbed";
-  prefault(weights_->embed);
-  prefault(weights_->lm_head);
+  prefault_pages(weights_->embed);
+  prefault_pages(weights_->lm_head);
   for (const LayerWeights& l : weights_->layers) {
     for (const LinearWeight* w : {&l.attn.q_proj, &l.attn.q_a_proj, &l.attn.q_b_proj, &l.attn.kv_a_proj,
                                   &l.attn.kv_b_proj, &l.attn.o_proj, &l.moe.router})
-      prefault(*w);
+      prefault_pages(*w);
     prefault(l.mlp);
     for (const MlpWeights& e : l.moe.experts) prefault(e);
     prefault(l.moe.shared);

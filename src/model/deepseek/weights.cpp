@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "model/fp4_weight.h"
+#include "model/weight_pages.h"
 
 namespace deepinfer {
 namespace {
@@ -264,6 +265,36 @@ void DeepseekWeights::use_bf16_activations() {
     set_layer(mtp->block);
     set(mtp->eh_proj);
     set(mtp->head);
+  }
+}
+
+void DeepseekWeights::relay(Backend& backend) {
+  auto relay_one = [&](LinearWeight& w) {
+    const size_t bytes = w.data ? backend.relaid_bytes(w) : 0;
+    if (bytes == 0) return;
+    AlignedVector<uint8_t>& out = relaid_.emplace_back(bytes);
+    const LinearWeight stored = w;
+    w = backend.relay_weight(stored, out.data());
+    if (stored.data != embed.data) release_pages(stored);  // a tied lm_head's bytes stay the embedding's
+  };
+  auto relay_mlp = [&](MlpWeights& m) {
+    relay_one(m.gate);
+    relay_one(m.up);
+    relay_one(m.down);
+  };
+  auto relay_layer = [&](LayerWeights& L) {
+    MlaWeights& a = L.attn;
+    for (LinearWeight* w : {&a.q_proj, &a.q_a_proj, &a.q_b_proj, &a.kv_a_proj, &a.o_proj}) relay_one(*w);
+    if (!L.is_moe) return relay_mlp(L.mlp);
+    for (MlpWeights& e : L.moe.experts) relay_mlp(e);
+    if (L.moe.has_shared) relay_mlp(L.moe.shared);
+  };
+  for (LayerWeights& L : layers) relay_layer(L);
+  relay_one(lm_head);
+  if (mtp) {
+    relay_layer(mtp->block);
+    relay_one(mtp->eh_proj);
+    relay_one(mtp->head);
   }
 }
 

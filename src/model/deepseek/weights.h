@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "kernels/ops.h"
 #include "model/config.h"
 #include "model/expert_group.h"
@@ -99,8 +100,15 @@ struct DeepseekWeights {
   // and kv_b_proj (absorbed into attention).
   void use_bf16_activations();
 
+  // Copies every linear weight that the backend reads faster in another layout into that layout
+  // (Backend::relay_weight; after use_bf16_activations, which decides the layouts), and drops the
+  // stored bytes' pages from the process: the weight's memory moves rather than doubles. Not with
+  // expert parallelism, which binds and releases experts as mapped pages.
+  void relay(Backend& backend);
+
  private:
   std::deque<std::vector<uint8_t>> realigned_;  // copies of tensors stored at unaligned offsets
+  std::deque<AlignedVector<uint8_t>> relaid_;    // weights in the backend's layout (relay)
   friend class WeightBinder;
 };
 

@@ -1,0 +1,19 @@
+// The pages of a weight as stored in the checkpoint's file mapping (weight_data_bytes from
+// w.data), brought in or dropped: expert parallelism binds and releases experts while serving,
+// and a weight relaid into another layout (Backend::relay_weight) no longer reads its stored bytes.
+#pragma once
+
+#include "kernels/ops.h"
+
+namespace deepinfer {
+
+// Maps every page of the weight into the page tables now (reading it from the file if needed), so
+// decode steps do not take page faults the first time a token routes to an expert.
+void prefault_pages(const LinearWeight& w);
+
+// Drops the weight's pages from this process, its data's and its scales' (the whole pages inside
+// them; neighbours keep theirs), so that it stops counting in the resident memory. Reads would
+// fault the pages in again from the file (or, for a copy in process memory, read zeros).
+void release_pages(const LinearWeight& w);
+
+}  // namespace deepinfer
