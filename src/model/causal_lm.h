@@ -89,8 +89,8 @@ struct ModelOptions {
   DType expert_wire_dtype = DType::F32;
   // Let the backend relay the weights it reads faster in another layout (Backend::relay_weight:
   // fp8 codes tile-major where fp8 decode runs on AMX tiles), copied out of the checkpoint's
-  // mapping at load; the outputs are bitwise the same either way. DeepSeek-V2/V3 without expert
-  // parallelism; the other models keep every weight as stored.
+  // mapping at load; the outputs are bitwise the same either way. DeepSeek-V2/V3 and V4 without
+  // expert parallelism; V4.1 keeps every weight as stored.
   bool relay_weights = true;
 };
 

@@ -4,7 +4,9 @@
 // cache layout's arithmetic.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -99,6 +101,59 @@ TEST(DeepseekV4Weights, Bf16ActivationsReachFp8AndFp4Linears) {
                                  &b.experts[3].w1, &b.experts[3].w2, &b.shared.w3, &w.head})
     EXPECT_EQ(lw->act_dtype, DType::BF16);
   EXPECT_EQ(b.gate.act_dtype, DType::F32);
+}
+
+// Relaid weights (fp8 projections and FP4 experts tile-major where they run on AMX tiles) give the
+// logits of the weights as stored, bit for bit: a 40-token prompt in chunks of 3 (the compressors
+// and the indexer run), then decode steps of one token. Skipped where the CPU level relays nothing.
+TEST(DeepseekV4Weights, RelaidWeightsGiveTheStoredWeightsBits) {
+  ModelOptions with, without;
+  with.activation_dtype = without.activation_dtype = DType::BF16;
+  without.relay_weights = false;
+  auto a = load_causal_lm("tests/data/models/tiny-v4-fp8", with);
+  auto b = load_causal_lm("tests/data/models/tiny-v4-fp8", without);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const V4BlockWeights& la = static_cast<const DeepseekV4Model&>(**a).weights().layers[1];
+  EXPECT_FALSE(static_cast<const DeepseekV4Model&>(**b).weights().layers[1].attn.wq_b.tile_major);
+  if (!la.attn.wq_b.tile_major) GTEST_SKIP() << "this CPU level keeps fp8 and FP4 weights as stored";
+  for (const LinearWeight* lw : {&la.attn.wo_b, &la.attn.wo_a[1], &la.experts[3].w1, &la.experts[3].w2, &la.shared.w3})
+    EXPECT_TRUE(lw->tile_major);
+  const int vocab = (*a)->info().vocab_size, block_size = 16, L = 48;
+  const int n_blocks = (L + block_size - 1) / block_size;
+  std::vector<int32_t> table(static_cast<size_t>(n_blocks));
+  for (int i = 0; i < n_blocks; ++i) table[size_t(i)] = i;
+  struct Cache {
+    std::vector<std::vector<uint8_t>> memory;
+    KvCacheView view{DType::BF16, 16, {}};
+  } caches[2];
+  std::array<const int32_t*, kMaxKvKinds> tables{};
+  for (int i = 0; i < 2; ++i) {
+    auto kinds = (i == 0 ? *a : *b)->kv_kinds(DType::BF16, block_size);
+    ASSERT_TRUE(kinds.ok());
+    for (size_t k = 0; k < kinds->size(); ++k) {
+      KvKindView& v = caches[i].view.kinds.emplace_back();
+      v.n_blocks = n_blocks;
+      v.bytes_per_block = (*kinds)[k].bytes_per_block;
+      v.slab_base.push_back(caches[i].memory.emplace_back((*kinds)[k].bytes_per_block * size_t(n_blocks)).data());
+      tables[k] = table.data();
+    }
+  }
+  std::vector<float> got(static_cast<size_t>(vocab)), want(static_cast<size_t>(vocab));
+  for (int begin = 0; begin < L;) {
+    const int end = std::min(L, begin + (begin < 40 ? 3 : 1));
+    ForwardBatch fb;
+    fb.seqs = {BatchSequence{0, end - begin, end, tables}};
+    for (int p = begin; p < end; ++p) {
+      fb.token_ids.push_back(int32_t((p * 37 + 11) % vocab));
+      fb.positions.push_back(p);
+      fb.prompt_rows.push_back(p < 40 ? 1 : 0);
+    }
+    fb.logit_rows = {end - begin - 1};
+    (*a)->forward(fb, caches[0].view, got.data());
+    (*b)->forward(fb, caches[1].view, want.data());
+    ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * 4), 0) << "tokens " << begin << ".." << end;
+    begin = end;
+  }
 }
 
 // The fixture's checkpoint with one tensor's header entry changed (same byte length).

@@ -46,6 +46,7 @@ Result<std::unique_ptr<DeepseekV4Model>> DeepseekV4Model::Load(const std::string
   }
   DI_ASSIGN_OR_RETURN(auto weights, DeepseekV4Weights::Bind(ckpt, config, model_dir, placement ? &*placement : nullptr));
   if (options.activation_dtype == DType::BF16) weights->use_bf16_activations();
+  if (options.relay_weights && !placement) weights->relay(backend);
   auto model = std::unique_ptr<DeepseekV4Model>(
       new DeepseekV4Model(std::move(config), std::move(ckpt), std::move(weights), backend));
   model->info_.activation_dtype = options.activation_dtype;

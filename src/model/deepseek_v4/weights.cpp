@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "model/deepseek_v4/layer_binder.h"
+#include "model/weight_pages.h"
 
 namespace deepinfer {
 
@@ -126,6 +127,29 @@ void DeepseekV4Weights::use_bf16_activations() {
     set(B.shared.w2);
   }
   set(head);
+}
+
+void DeepseekV4Weights::relay(Backend& backend) {
+  auto relay_one = [&](LinearWeight& w) {
+    const size_t bytes = w.data ? backend.relaid_bytes(w) : 0;
+    if (bytes == 0) return;
+    const LinearWeight stored = w;
+    w = backend.relay_weight(stored, relaid_.emplace_back(bytes).data());
+    release_pages(stored);
+  };
+  auto relay_expert = [&](ExpertWeights& e) {
+    for (LinearWeight* w : {&e.w1, &e.w3, &e.w2}) relay_one(*w);
+  };
+  for (V4BlockWeights& B : layers) {
+    V4AttentionWeights& a = B.attn;
+    for (LinearWeight* w : {&a.wq_a, &a.wq_b, &a.wkv, &a.wo_b, &a.compressor.wkv, &a.compressor.wgate, &a.indexer.wq_b,
+                            &a.indexer.weights_proj, &a.indexer.compressor.wkv, &a.indexer.compressor.wgate})
+      relay_one(*w);
+    for (LinearWeight& w : a.wo_a) relay_one(w);
+    for (ExpertWeights& e : B.experts) relay_expert(e);
+    relay_expert(B.shared);
+  }
+  relay_one(head);
 }
 
 }  // namespace deepinfer

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "kernels/ops.h"
 #include "model/deepseek_v4/clamped_moe.h"
 #include "model/deepseek_v4/compressor.h"
@@ -79,8 +80,15 @@ struct DeepseekV4Weights {
   // hyper-connection matrices.
   void use_bf16_activations();
 
+  // Copies every linear weight that the backend reads faster in another layout into that layout
+  // (Backend::relay_weight; after use_bf16_activations, which decides the layouts: fp8 and FP4
+  // tile-major on AMX) and drops the stored bytes' pages, so the memory moves rather than doubles.
+  // Not with expert parallelism, whose experts are bound as mapped pages.
+  void relay(Backend& backend);
+
  private:
   std::deque<std::vector<uint8_t>> owned_;  // realigned tensors, f32 scales
+  std::deque<AlignedVector<uint8_t>> relaid_;  // weights in the backend's layout (relay)
   friend class V4WeightBinder;
 };
 
