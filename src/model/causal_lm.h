@@ -90,7 +90,7 @@ struct ModelOptions {
   // Let the backend relay the weights it reads faster in another layout (Backend::relay_weight:
   // fp8 codes tile-major where fp8 decode runs on AMX tiles), copied out of the checkpoint's
   // mapping at load; the outputs are bitwise the same either way. DeepSeek-V2/V3 and V4 without
-  // expert parallelism; V4.1 keeps every weight as stored.
+  // expert parallelism (V4.1 runs f32 activations only, which never take the tiles).
   bool relay_weights = true;
 };
 

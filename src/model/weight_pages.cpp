@@ -39,4 +39,12 @@ void release_pages(const LinearWeight& w) {
   if (w.dtype == DType::F4_E2M1 && w.scale_e8m0) drop(w.scale_e8m0, size_t(w.n_out) * size_t(w.n_in / 32));
 }
 
+void relay_into(Backend& backend, LinearWeight& w, std::deque<AlignedVector<uint8_t>>& store, bool keep_pages) {
+  const size_t bytes = w.data ? backend.relaid_bytes(w) : 0;
+  if (bytes == 0) return;
+  const LinearWeight stored = w;
+  w = backend.relay_weight(stored, store.emplace_back(bytes).data());
+  if (!keep_pages) release_pages(stored);
+}
+
 }  // namespace deepinfer

@@ -1,8 +1,13 @@
 // The pages of a weight as stored in the checkpoint's file mapping (weight_data_bytes from
 // w.data), brought in or dropped: expert parallelism binds and releases experts while serving,
-// and a weight relaid into another layout (Backend::relay_weight) no longer reads its stored bytes.
+// and a weight relaid into another layout (Backend::relay_weight, relay_into) no longer reads its
+// stored bytes.
 #pragma once
 
+#include <cstdint>
+#include <deque>
+
+#include "core/aligned_vector.h"
 #include "kernels/ops.h"
 
 namespace deepinfer {
@@ -15,5 +20,10 @@ void prefault_pages(const LinearWeight& w);
 // them; neighbours keep theirs), so that it stops counting in the resident memory. Reads would
 // fault the pages in again from the file (or, for a copy in process memory, read zeros).
 void release_pages(const LinearWeight& w);
+
+// Where the backend reads w faster in another layout (Backend::relay_weight), copies it into new
+// storage at the end of `store`, points w at it and releases the stored bytes' pages (unless
+// keep_pages: another weight still reads them, as a tied lm_head the embedding's). Else leaves w.
+void relay_into(Backend& backend, LinearWeight& w, std::deque<AlignedVector<uint8_t>>& store, bool keep_pages = false);
 
 }  // namespace deepinfer

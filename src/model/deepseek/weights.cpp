@@ -269,14 +269,7 @@ void DeepseekWeights::use_bf16_activations() {
 }
 
 void DeepseekWeights::relay(Backend& backend) {
-  auto relay_one = [&](LinearWeight& w) {
-    const size_t bytes = w.data ? backend.relaid_bytes(w) : 0;
-    if (bytes == 0) return;
-    AlignedVector<uint8_t>& out = relaid_.emplace_back(bytes);
-    const LinearWeight stored = w;
-    w = backend.relay_weight(stored, out.data());
-    if (stored.data != embed.data) release_pages(stored);  // a tied lm_head's bytes stay the embedding's
-  };
+  auto relay_one = [&](LinearWeight& w) { relay_into(backend, w, relaid_, w.data == embed.data); };
   auto relay_mlp = [&](MlpWeights& m) {
     relay_one(m.gate);
     relay_one(m.up);

@@ -1,6 +1,7 @@
 #include "model/deepseek_v4/weights.h"
 
 #include <cstring>
+#include <functional>
 
 #include "model/deepseek_v4/layer_binder.h"
 #include "model/weight_pages.h"
@@ -107,49 +108,30 @@ Result<std::unique_ptr<DeepseekV4Weights>> DeepseekV4Weights::Bind(const Checkpo
   return w;
 }
 
-void DeepseekV4Weights::use_bf16_activations() {
-  auto set = [](LinearWeight& w) {
-    if (w.data && admits_bf16_activations(w)) w.act_dtype = DType::BF16;
-  };
+void DeepseekV4Weights::for_each_projection(const std::function<void(LinearWeight&)>& f) {
   for (V4BlockWeights& B : layers) {
     V4AttentionWeights& a = B.attn;
     for (LinearWeight* w : {&a.wq_a, &a.wq_b, &a.wkv, &a.wo_b, &a.compressor.wkv, &a.compressor.wgate, &a.indexer.wq_b,
                             &a.indexer.weights_proj, &a.indexer.compressor.wkv, &a.indexer.compressor.wgate})
-      set(*w);
-    for (LinearWeight& w : a.wo_a) set(w);
-    for (ExpertWeights& e : B.experts) {
-      set(e.w1);
-      set(e.w3);
-      set(e.w2);
-    }
-    set(B.shared.w1);
-    set(B.shared.w3);
-    set(B.shared.w2);
+      f(*w);
+    for (LinearWeight& w : a.wo_a) f(w);
+    const auto expert = [&](ExpertWeights& e) {
+      for (LinearWeight* w : {&e.w1, &e.w3, &e.w2}) f(*w);
+    };
+    for (ExpertWeights& e : B.experts) expert(e);
+    expert(B.shared);
   }
-  set(head);
+  f(head);
+}
+
+void DeepseekV4Weights::use_bf16_activations() {
+  for_each_projection([](LinearWeight& w) {
+    if (w.data && admits_bf16_activations(w)) w.act_dtype = DType::BF16;
+  });
 }
 
 void DeepseekV4Weights::relay(Backend& backend) {
-  auto relay_one = [&](LinearWeight& w) {
-    const size_t bytes = w.data ? backend.relaid_bytes(w) : 0;
-    if (bytes == 0) return;
-    const LinearWeight stored = w;
-    w = backend.relay_weight(stored, relaid_.emplace_back(bytes).data());
-    release_pages(stored);
-  };
-  auto relay_expert = [&](ExpertWeights& e) {
-    for (LinearWeight* w : {&e.w1, &e.w3, &e.w2}) relay_one(*w);
-  };
-  for (V4BlockWeights& B : layers) {
-    V4AttentionWeights& a = B.attn;
-    for (LinearWeight* w : {&a.wq_a, &a.wq_b, &a.wkv, &a.wo_b, &a.compressor.wkv, &a.compressor.wgate, &a.indexer.wq_b,
-                            &a.indexer.weights_proj, &a.indexer.compressor.wkv, &a.indexer.compressor.wgate})
-      relay_one(*w);
-    for (LinearWeight& w : a.wo_a) relay_one(w);
-    for (ExpertWeights& e : B.experts) relay_expert(e);
-    relay_expert(B.shared);
-  }
-  relay_one(head);
+  for_each_projection([&](LinearWeight& w) { relay_into(backend, w, relaid_); });
 }
 
 }  // namespace deepinfer

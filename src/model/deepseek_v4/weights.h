@@ -7,6 +7,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -89,6 +90,9 @@ struct DeepseekV4Weights {
  private:
   std::deque<std::vector<uint8_t>> owned_;  // realigned tensors, f32 scales
   std::deque<AlignedVector<uint8_t>> relaid_;  // weights in the backend's layout (relay)
+  // f on every linear weight the main layers and the head multiply through Backend::linear
+  // (projections, compressors, indexer, shared and routed experts, head).
+  void for_each_projection(const std::function<void(LinearWeight&)>& f);
   friend class V4WeightBinder;
 };
 
