@@ -50,6 +50,13 @@ inline int64_t weight_row_bytes(const LinearWeight& w) {
 }
 // Bytes of w.data.
 inline size_t weight_data_bytes(const LinearWeight& w) { return size_t(w.n_out) * size_t(weight_row_bytes(w)); }
+// Bytes of w's scales: F8_E4M3's scale_inv floats, F4_E2M1's scale_e8m0 bytes; 0 for the rest.
+inline size_t weight_scale_bytes(const LinearWeight& w) {
+  if (w.dtype == DType::F8_E4M3)
+    return size_t((w.n_out + w.block_rows - 1) / w.block_rows) * size_t((w.n_in + w.block_cols - 1) / w.block_cols) *
+           sizeof(float);
+  return w.dtype == DType::F4_E2M1 ? size_t(w.n_out) * size_t(w.n_in / 32) : 0;
+}
 
 // Whether `w` may take act_dtype BF16.
 inline bool admits_bf16_activations(const LinearWeight& w) {

@@ -28,7 +28,7 @@ Result<LinearWeight> bind_fp4_weight(const Checkpoint& ckpt, const std::string& 
 
 // The stored bytes of a bound F4_E2M1 weight: the packed nibbles and the scales.
 inline size_t fp4_weight_bytes(const LinearWeight& w) {
-  return weight_data_bytes(w) + size_t(w.n_out) * size_t(w.n_in / kFp4ScaleBlock);
+  return weight_data_bytes(w) + weight_scale_bytes(w);
 }
 
 }  // namespace deepinfer

@@ -33,10 +33,8 @@ void drop(const void* p, size_t bytes) {
 void release_pages(const LinearWeight& w) {
   if (w.data == nullptr) return;
   drop(w.data, weight_data_bytes(w));
-  if (w.dtype == DType::F8_E4M3 && w.scale_inv)
-    drop(w.scale_inv, size_t((w.n_out + w.block_rows - 1) / w.block_rows) *
-                          size_t((w.n_in + w.block_cols - 1) / w.block_cols) * sizeof(float));
-  if (w.dtype == DType::F4_E2M1 && w.scale_e8m0) drop(w.scale_e8m0, size_t(w.n_out) * size_t(w.n_in / 32));
+  if (w.dtype == DType::F8_E4M3 && w.scale_inv) drop(w.scale_inv, weight_scale_bytes(w));
+  if (w.dtype == DType::F4_E2M1 && w.scale_e8m0) drop(w.scale_e8m0, weight_scale_bytes(w));
 }
 
 void relay_into(Backend& backend, LinearWeight& w, std::deque<AlignedVector<uint8_t>>& store, bool keep_pages) {

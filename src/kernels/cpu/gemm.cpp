@@ -64,9 +64,6 @@ namespace {
 // weight's pages, nor maps their neighbours.
 int64_t tile_blocks(const LinearWeight& w) { return (w.n_out + 15) / 16 * ((w.n_in + 31) / 32); }
 size_t block_bytes(const LinearWeight& w) { return w.dtype == DType::F8_E4M3 ? 512 : 256; }
-size_t fp8_scales(const LinearWeight& w) {
-  return size_t((w.n_out + w.block_rows - 1) / w.block_rows) * size_t((w.n_in + w.block_cols - 1) / w.block_cols);
-}
 }  // namespace
 
 size_t relaid_bytes(const LinearWeight& w) {
@@ -74,7 +71,7 @@ size_t relaid_bytes(const LinearWeight& w) {
       !runs_packed(w))
     return 0;
   const size_t blocks = size_t(tile_blocks(w)) * block_bytes(w);
-  return blocks + (w.dtype == DType::F8_E4M3 ? fp8_scales(w) * sizeof(float) : size_t(tile_blocks(w)) * 16);
+  return blocks + (w.dtype == DType::F8_E4M3 ? weight_scale_bytes(w) : size_t(tile_blocks(w)) * 16);
 }
 
 LinearWeight relay_weight(const LinearWeight& w, void* out) {
@@ -99,7 +96,7 @@ LinearWeight relay_weight(const LinearWeight& w, void* out) {
         if (!fp8) scales[(t * kc + c) * 16 + r] = row < w.n_out ? w.scale_e8m0[row * (w.n_in / 32) + c] : 127;
       }
     }
-  if (fp8) std::memcpy(scales, w.scale_inv, fp8_scales(w) * sizeof(float));
+  if (fp8) std::memcpy(scales, w.scale_inv, weight_scale_bytes(w));
   LinearWeight r = w;
   r.data = out;
   if (fp8) r.scale_inv = reinterpret_cast<const float*>(scales);
