@@ -6,7 +6,8 @@
 // contract: bf16 weights (and FP4 weights, as their exact bf16 expansion) feed one accumulator from
 // zero, chunk after chunk; fp8 weights feed one per scale block, whose partial then goes into the
 // total as fma(partial, scale, total). Rows of 1, 16 and 37 tokens (streamed weight rows, panels,
-// several token tiles), n_in with a tail past the last chunk. Skipped without AMX.
+// several token tiles), n_in with a tail past the last chunk; and activations near f32's smallest
+// normal, where the flushes decide bits. Skipped without AMX.
 //
 // What it pins: a kernel that reproduces these steps (on FMA units, say) gives the tiles' bits,
 // so the amx level may choose per batch size between the two without breaking batch invariance.
@@ -31,20 +32,22 @@ class AmxTileArithmetic : public AmxLevelTest {};
 float flush(float v) { return std::fabs(v) < FLT_MIN ? std::copysign(0.0f, v) : v; }
 
 // One TDPBF16PS step of one output: acc + (sum of even products + sum of odd products) over the
-// elements [k0, min(k0 + 32, n)) of x and w (bf16 values).
-float tile_step(float acc, const float* x, const float* w, int64_t k0, int64_t n) {
+// elements [k0, min(k0 + 32, n)) of x and w (bf16 values); without flushes for the test that shows
+// they matter.
+float tile_step(float acc, const float* x, const float* w, int64_t k0, int64_t n, bool flushes) {
+  const auto f = [flushes](float v) { return flushes ? flush(v) : v; };
   float even = 0.0f, odd = 0.0f;
   for (int64_t i = k0; i < std::min(k0 + 32, n); ++i) {
     float& sum = (i - k0) % 2 == 0 ? even : odd;
-    sum = flush(std::fma(flush(x[i]), flush(w[i]), sum));
+    sum = f(std::fma(f(x[i]), f(w[i]), sum));
   }
-  return flush(acc + flush(even + odd));
+  return f(acc + f(even + odd));
 }
 
 // x . w over [k0, k1) as the tiles compute it from a zeroed accumulator.
-float tile_dot(const float* x, const float* w, int64_t k0, int64_t k1) {
+float tile_dot(const float* x, const float* w, int64_t k0, int64_t k1, bool flushes = true) {
   float acc = 0.0f;
-  for (int64_t k = k0; k < k1; k += 32) acc = tile_step(acc, x, w, k, k1);
+  for (int64_t k = k0; k < k1; k += 32) acc = tile_step(acc, x, w, k, k1, flushes);
   return acc;
 }
 
@@ -96,6 +99,39 @@ TEST_F(AmxTileArithmetic, Fp8LinearIsTheManualsTdpbf16psPerScaleBlock) {
       return total;
     });
   }
+}
+
+// Activations around f32's smallest normal (between 2^-136 and 2^-120): bf16 inputs, products and
+// chain sums below it, which the tiles flush to zero as the model does. The model without its
+// flushes differs from the tiles in some outputs, so these inputs do decide bits.
+TEST_F(AmxTileArithmetic, SubnormalsAreFlushedAsTheManualSays) {
+  const int64_t n_out = 40, n_in = 544;
+  TestWeight tw(DType::BF16, n_out, n_in, 9);
+  tw.w.act_dtype = DType::BF16;
+  std::mt19937 rng(5);
+  std::vector<float> x(size_t(16 * n_in));
+  for (float& v : x) v = std::ldexp(1.0f + float(rng() % 128) / 128.0f, -136 + int(rng() % 16)) * (rng() % 2 ? 1.0f : -1.0f);
+  // VCVTNEPS2BF16 (the activations' packing) reads f32 subnormals as zero, so an input just below
+  // FLT_MIN that would round up to it becomes zero, not FLT_MIN.
+  std::vector<float> x_flushed(x.size());
+  for (size_t i = 0; i < x.size(); ++i) x_flushed[i] = flush(x[i]);
+  int64_t unflushed_differs = 0, nonzero = 0;
+  for (int64_t m : {1, 16}) {
+    std::vector<float> y(size_t(m * n_out));
+    cpu::linear({x.data(), n_in, m, &tw.w, y.data(), n_out});
+    for (int64_t r = 0; r < m; ++r) {
+      const std::vector<float> xr = bf16_rounded(x_flushed.data() + r * n_in, size_t(n_in));
+      for (int64_t o = 0; o < n_out; ++o) {
+        const std::vector<float> wr = weight_row(tw.w, o);
+        const float got = y[size_t(r * n_out + o)], unflushed = tile_dot(xr.data(), wr.data(), 0, n_in, false);
+        ASSERT_TRUE(same_bits(got, tile_dot(xr.data(), wr.data(), 0, n_in), r, o));
+        unflushed_differs += std::memcmp(&got, &unflushed, 4) != 0;
+        nonzero += got != 0.0f;
+      }
+    }
+  }
+  EXPECT_GT(unflushed_differs, 0);
+  EXPECT_GT(nonzero, 17 * n_out / 2);
 }
 
 TEST_F(AmxTileArithmetic, Fp4LinearIsTheManualsTdpbf16psOnItsValues) {

@@ -354,9 +354,9 @@ inline void group_pass(const WeightTilesAt& wa, int64_t kc, const uint16_t* pack
 // are converted into an L1 ring of two right before their tiles, so the weights stream from
 // memory in order and no panel round-trips through L2 (copying whole stored rows into L2 panels
 // kept fp8 decode at 7.5-9.4 GB/s). FP4 blocks are converted one chunk ahead, while the previous
-// chunk's tiles run (GEMV 4-15 % faster; fp8 gained nothing that way). The chunk order and the arithmetic are group_pass's with one
-// token tile (k_block, or k_block_scaled for fp8 (bs)), bit for bit: the outputs in acc[0][a], or
-// the scaled totals in tot[0][a].
+// chunk's tiles run (GEMV 4-15 % faster; fp8 gained nothing that way). The chunk order and the
+// arithmetic are group_pass's with one token tile (k_block, or k_block_scaled for fp8 (bs)), bit
+// for bit: the outputs in acc[0][a], or the scaled totals in tot[0][a].
 template <int NA>
 inline void stream_tile_major(const LinearWeight* const (&w)[2], const int64_t (&t)[2], int64_t kc, const uint16_t* tb,
                               const BlockScales* bs, float (*acc)[2][kTile * kTile], float (*tot)[2][kTile * kTile]) {
