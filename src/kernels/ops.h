@@ -150,8 +150,10 @@ struct MlaAttentionParams {
   int block_size = 0;
   int kind = 0;                     // which of each sequence's block tables indexes `cache`
   // F32, or BF16 (bf16 cache only): each head's [q_latent | q_pe] is rounded to bf16 and the
-  // scores are bf16 dot products with the cached keys as stored (the values stay f32).
-  DType score_dtype = DType::F32;
+  // scores are bf16 dot products with the cached keys as stored; the softmax weights are rounded
+  // to bf16 for the value sum (bf16 products, f32 accumulation) while the running sums take them
+  // unrounded, as MlaExpandedAttentionParams' BF16 does.
+  DType dot_dtype = DType::F32;
 };
 
 // Expanded MLA attention (the prefill formulation, CausalLM's provenance rule) of every batch row

@@ -1,7 +1,9 @@
 // MLA attention over the paged latent cache: against a scalar softmax reference for every cache
 // dtype and ISA, and bitwise per-row invariance (a row alone on one thread equals the same row
-// in a mixed decode + prefill batch on many threads); also with bf16 scores over a bf16 cache,
-// against the reference on bf16-rounded queries.
+// in a mixed decode + prefill batch on many threads); also with bf16 dots over a bf16 cache,
+// against the reference on bf16-rounded queries, within the weights' bf16 rounding. Three cache
+// shapes: entries that are not whole 32-element chunks, entries that are (read in place by the
+// amx level's tiles) with more heads than a tile, and pages that 16-key tiles straddle.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -13,16 +15,21 @@
 namespace deepinfer::test {
 namespace {
 
-constexpr int kC = 96, kRope = 16, kHeads = 5, kBlock = 16;
+struct Shape {
+  int c, rope, heads, block;
+};
+constexpr Shape kShapes[] = {{96, 16, 5, 16}, {64, 32, 20, 16}, {48, 16, 3, 24}};
 
 struct CacheFixture {
+  int kC, kRope, kBlock;
   MlaCacheLayout layout;
   std::vector<uint8_t> cache;
   std::vector<std::vector<int32_t>> tables;
   std::vector<int32_t> n_ctx = {3, 70, 150, 65};  // tokens cached per sequence
   std::vector<int32_t> n_new = {1, 1, 12, 65};    // rows this step: decodes, a chunk, a whole prompt
 
-  explicit CacheFixture(DType dtype) : layout{dtype, kC, kRope} {
+  CacheFixture(DType dtype, const Shape& shape)
+      : kC(shape.c), kRope(shape.rope), kBlock(shape.block), layout{dtype, kC, kRope} {
     int n_blocks = 0;
     for (int32_t n : n_ctx) n_blocks += (n + kBlock - 1) / kBlock;
     cache.resize(size_t(n_blocks) * kBlock * layout.bytes_per_token());
@@ -79,16 +86,18 @@ struct CacheFixture {
   }
 };
 
-// (cache dtype, score dtype)
+// (cache dtype, dot dtype)
 using Dtypes = std::pair<DType, DType>;
-class MlaAttention : public ::testing::TestWithParam<std::tuple<cpu::Isa, Dtypes>> {};
+class MlaAttention : public ::testing::TestWithParam<std::tuple<cpu::Isa, Dtypes, int>> {};
 
 TEST_P(MlaAttention, MatchesReferenceAndIsBatchInvariant) {
   const cpu::Isa isa = std::get<0>(GetParam());
   if (!cpu::cpu_runs(isa)) GTEST_SKIP() << "ISA not on this CPU";
   IsaScope scope(isa);
-  const auto [cache_dtype, score_dtype] = std::get<1>(GetParam());
-  const CacheFixture st(cache_dtype);
+  const auto [cache_dtype, dot_dtype] = std::get<1>(GetParam());
+  const Shape shape = kShapes[std::get<2>(GetParam())];
+  const int kC = shape.c, kRope = shape.rope, kHeads = shape.heads, kBlock = shape.block;
+  const CacheFixture st(cache_dtype, shape);
   const std::vector<size_t> all = {0, 1, 2, 3};
   const ForwardBatch b = st.batch(all);
   const int64_t n = int64_t(b.n_rows());
@@ -108,7 +117,7 @@ TEST_P(MlaAttention, MatchesReferenceAndIsBatchInvariant) {
     p.cache = st.cache.data();
     p.layout = st.layout;
     p.block_size = kBlock;
-    p.score_dtype = score_dtype;
+    p.dot_dtype = dot_dtype;
     return p;
   };
 
@@ -128,7 +137,7 @@ TEST_P(MlaAttention, MatchesReferenceAndIsBatchInvariant) {
         const float* ql = q_lat.data() + (row * kHeads + h) * kC;
         const float* qp = q_pe.data() + (row * kHeads + h) * kRope;
         const std::vector<float> ql_bf16 = bf16_rounded(ql, kC), qp_bf16 = bf16_rounded(qp, kRope);
-        if (score_dtype == DType::BF16) {
+        if (dot_dtype == DType::BF16) {
           ql = ql_bf16.data();
           qp = qp_bf16.data();
         }
@@ -144,14 +153,21 @@ TEST_P(MlaAttention, MatchesReferenceAndIsBatchInvariant) {
         }
         double sum = 0;
         for (double& v : sc) sum += (v = std::exp(v - mx));
-        std::vector<double> want(kC, 0.0);
+        // With bf16 dots each weight the values take is rounded to bf16 (relative error <= 2^-9):
+        // allowed 2^-8 * sum_t p_t |v_t| on top.
+        std::vector<double> want(kC, 0.0), weighted_abs(kC, 0.0);
         for (int32_t t = 0; t < n_keys; ++t) {
           const std::vector<float> k = st.key(si, t);
-          for (int c = 0; c < kC; ++c) want[size_t(c)] += sc[size_t(t)] / sum * k[size_t(c)];
+          for (int c = 0; c < kC; ++c) {
+            want[size_t(c)] += sc[size_t(t)] / sum * k[size_t(c)];
+            weighted_abs[size_t(c)] += sc[size_t(t)] / sum * std::fabs(k[size_t(c)]);
+          }
         }
-        for (int c = 0; c < kC; ++c)
-          ASSERT_NEAR(out[size_t((row * kHeads + h) * kC + c)], want[size_t(c)], 2e-5)
+        for (int c = 0; c < kC; ++c) {
+          const double tol = 2e-5 + (dot_dtype == DType::BF16 ? weighted_abs[size_t(c)] / 256 : 0.0);
+          ASSERT_NEAR(out[size_t((row * kHeads + h) * kC + c)], want[size_t(c)], tol)
               << "seq " << si << " row " << row << " head " << h << " c " << c;
+        }
       }
     }
   }
@@ -178,12 +194,16 @@ INSTANTIATE_TEST_SUITE_P(IsasAndCacheDtypes, MlaAttention,
                                             ::testing::Values(Dtypes{DType::F32, DType::F32},
                                                               Dtypes{DType::BF16, DType::F32},
                                                               Dtypes{DType::F8_E4M3, DType::F32},
-                                                              Dtypes{DType::BF16, DType::BF16})),
+                                                              Dtypes{DType::BF16, DType::BF16}),
+                                            ::testing::Range(0, int(std::size(kShapes)))),
                          [](const auto& info) {
                            const Dtypes t = std::get<1>(info.param);
+                           const Shape& sh = kShapes[std::get<2>(info.param)];
                            return isa_test_name(std::get<0>(info.param)) + "_" +
                                   std::string(dtype_name(t.first)) +
-                                  (t.second == DType::BF16 ? "_bf16_scores" : "");
+                                  (t.second == DType::BF16 ? "_bf16_dots" : "") + "_c" + std::to_string(sh.c) +
+                                  "_rope" + std::to_string(sh.rope) + "_heads" + std::to_string(sh.heads) +
+                                  "_block" + std::to_string(sh.block);
                          });
 
 }  // namespace

@@ -1,5 +1,6 @@
 // Paged MLA cache: storing rows' latents, and the attention driver. Each task is one row and a
-// group of its heads (mla_attention_kernels.h), whose arithmetic depends only on the row itself.
+// group of its heads (mla_attention_kernels.h; mla_attention_amx.h on the amx level's bf16 dots),
+// whose arithmetic depends only on the row itself.
 #include "kernels/cpu/mla_attention.h"
 
 #include <omp.h>
@@ -88,20 +89,22 @@ void mla_attention(const MlaAttentionParams& p) {
   DI_CHECK(p.batch && p.cache && p.q_latent && p.q_pe && p.out_latent && p.n_heads > 0);
   check_batch(*p.batch, p.block_size, p.kind);
   DI_CHECK(p.layout.dtype == DType::F32 || p.layout.dtype == DType::BF16 || p.layout.dtype == DType::F8_E4M3);
-  DI_CHECK_MSG(p.score_dtype == DType::F32 || (p.score_dtype == DType::BF16 && p.layout.dtype == DType::BF16),
-               "bf16 attention scores need a bf16 cache");
+  DI_CHECK_MSG(p.dot_dtype == DType::F32 || (p.dot_dtype == DType::BF16 && p.layout.dtype == DType::BF16),
+               "bf16 attention dots need a bf16 cache");
   const ForwardBatch& b = *p.batch;
   const int64_t n_rows = int64_t(b.n_rows());
   if (n_rows == 0) return;
   thread_local std::vector<int> seq_of_rows;
   seq_of_rows = row_to_seq(b);
   const int* seq_of = seq_of_rows.data();  // per thread: workers use the caller's
-  // Few rows: split heads into groups so every thread has work (results do not depend on it).
+  // Few rows: split heads into groups so every thread has work (results do not depend on it), in
+  // whole head tiles where the level runs bf16 dots on tiles.
+  const KernelTable& k = kernels();
+  const int quantum = p.dot_dtype == DType::BF16 ? k.attend_head_tile : 1;
   const int threads = omp_get_max_threads();
   int n_groups = 1;
-  while (n_rows * n_groups < 2 * threads && n_groups * 2 <= p.n_heads) n_groups *= 2;
-  const int per_group = (p.n_heads + n_groups - 1) / n_groups;
-  const KernelTable& k = kernels();
+  while (n_rows * n_groups < 2 * threads && n_groups * 2 * quantum <= p.n_heads) n_groups *= 2;
+  const int per_group = ((p.n_heads + n_groups - 1) / n_groups + quantum - 1) / quantum * quantum;
 #pragma omp parallel
   {
     thread_local AttendScratch scratch;

@@ -5,8 +5,10 @@
 // once and shared by all of the task's heads. Per head: scores of the block, an online-softmax
 // update (running max and sum), and out = out * alpha + sum_t p[t] * latent[t]. The order of
 // every reduction depends only on the row's own position, never on the batch or head grouping.
-// With score_dtype BF16 (bf16 cache), the scores multiply the row's bf16-rounded queries with
-// the cached bf16 keys as stored: VDPBF16PS where V has it, else both widened to f32.
+// With dot_dtype BF16 (bf16 cache), the scores multiply the row's bf16-rounded queries with
+// the cached bf16 keys as stored: VDPBF16PS where V has it, else both widened to f32; the
+// weights are rounded to bf16 before the value sum (exact products with the widened latents).
+// The amx level runs BF16 on tiles instead (mla_attention_amx.h).
 #pragma once
 
 #include <algorithm>
@@ -224,8 +226,8 @@ void mla_attend_row(const MlaAttentionParams& p, const BatchSequence& s, int64_t
   auto q_pe = [&](int h) { return p.q_pe + row * p.ld_q_pe_row + (h0 + h) * p.ld_q_pe_head; };
   auto out = [&](int h) { return p.out_latent + (row * p.n_heads + h0 + h) * c; };
   for (int h = 0; h < n_h; ++h) std::fill_n(out(h), c, 0.0f);
-  const bool bf16_scores = p.score_dtype == DType::BF16;
-  if (bf16_scores) {  // [q_latent | q_pe] of each head, rounded to bf16
+  const bool bf16_dots = p.dot_dtype == DType::BF16;
+  if (bf16_dots) {  // [q_latent | q_pe] of each head, rounded to bf16
     ws.q_bf16.resize(size_t(n_h) * size_t(dk));
     for (int h = 0; h < n_h; ++h) {
       round_to_bf16<V>(q_lat(h), ws.q_bf16.data() + size_t(h) * dk, c);
@@ -259,7 +261,7 @@ void mla_attend_row(const MlaAttentionParams& p, const BatchSequence& s, int64_t
         for (int i = 0; i < 4; ++i)
 #pragma GCC unroll 4
           for (int j = 0; j < 4; ++j) acc[i][j] = V::zero();
-        if (bf16_scores) {  // one run over [latent | k_pe] as stored in the bf16 cache
+        if (bf16_dots) {  // one run over [latent | k_pe] as stored in the bf16 cache
           const uint16_t* qb[4];
           const uint16_t* kb[4];
           for (int i = 0; i < 4; ++i) qb[i] = ws.q_bf16.data() + size_t(std::min(hb + i, n_h - 1)) * dk;
@@ -284,8 +286,10 @@ void mla_attend_row(const MlaAttentionParams& p, const BatchSequence& s, int64_t
     for (int hb = 0; hb < n_h; hb += 4) {
       const int n_hb = std::min(4, n_h - hb);
       for (int i = 0; i < n_hb; ++i) {
-        alpha[i] = softmax_block_update<V>(ws.scores.data() + size_t(hb + i) * T, n_t, ws.run_max[size_t(hb + i)],
-                                           ws.run_sum[size_t(hb + i)]);
+        float* sc = ws.scores.data() + size_t(hb + i) * T;
+        alpha[i] = softmax_block_update<V>(sc, n_t, ws.run_max[size_t(hb + i)], ws.run_sum[size_t(hb + i)]);
+        if (bf16_dots)  // the weights the values take, rounded to bf16
+          for (int t = 0; t < n_t; ++t) sc[t] = bf16_to_f32(f32_to_bf16(sc[t]));
       }
       const float* pr[4];
       float* o[4];
