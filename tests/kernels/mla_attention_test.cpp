@@ -3,7 +3,7 @@
 // in a mixed decode + prefill batch on many threads); also with bf16 dots over a bf16 cache,
 // against the reference on bf16-rounded queries, within the weights' bf16 rounding. Three cache
 // shapes: entries that are not whole 32-element chunks, entries that are (read in place by the
-// amx level's tiles) with more heads than a tile, and pages that 16-key tiles straddle.
+// amx level's tiles) with more heads than two tiles, and pages that 16-key tiles straddle.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -18,7 +18,9 @@ namespace {
 struct Shape {
   int c, rope, heads, block;
 };
-constexpr Shape kShapes[] = {{96, 16, 5, 16}, {64, 32, 20, 16}, {48, 16, 3, 24}};
+// Entries of 112 elements (not whole chunks of 32); of 96 with 40 heads (three head tiles, split
+// between two tasks when a row runs alone on one thread); of 64 in pages of 24 positions.
+constexpr Shape kShapes[] = {{96, 16, 5, 16}, {64, 32, 40, 16}, {48, 16, 3, 24}};
 
 struct CacheFixture {
   int kC, kRope, kBlock;
