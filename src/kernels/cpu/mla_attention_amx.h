@@ -59,6 +59,9 @@ struct KeyTile {
   int64_t stride;
 };
 
+// The 16 keys from position t0 (n_valid of them in the row's causal range): in place where they are
+// whole chunks in one page, else copied into rows (zero past dk and past n_valid, so that padding
+// never multiplies a stray NaN into a kept score).
 inline KeyTile key_tile(const MlaAttentionParams& p, const BatchSequence& s, int32_t t0, int n_valid, int dk,
                         int dk_pad, uint16_t* rows) {
   const int64_t bpt = int64_t(p.layout.bytes_per_token());
