@@ -184,6 +184,12 @@ inline void mla_attend_row_tiles(const MlaAttentionParams& p, const BatchSequenc
       alignas(64) float al[16];
       _mm512_store_ps(al, alpha);
       float* out = ws.out.data() + size_t(ht) * out_tile_elems;
+      // o = o * alpha + the block's sums of one column group (rows: parity * 16 + head).
+      auto fold = [&](float* o) {
+        for (int i = 0; i < 32; ++i)
+          _mm512_store_ps(o + i * 16, _mm512_fmadd_ps(_mm512_load_ps(o + i * 16), _mm512_set1_ps(al[i % 16]),
+                                                      _mm512_load_ps(ws.sums.data() + i * 16)));
+      };
       for (int cg = 0; cg < n_cg; cg += 2) {
         const bool two = cg + 1 < n_cg;
         _tile_zero(0);
@@ -202,19 +208,13 @@ inline void mla_attend_row_tiles(const MlaAttentionParams& p, const BatchSequenc
             _tile_dpbf16ps(3, 5, 7);
           }
         }
-        for (int k = 0; k < (two ? 2 : 1); ++k) {
-          if (k == 0) {
-            _tile_stored(0, ws.sums.data(), 64);
-            _tile_stored(1, ws.sums.data() + 256, 64);
-          } else {
-            _tile_stored(2, ws.sums.data(), 64);
-            _tile_stored(3, ws.sums.data() + 256, 64);
-          }
-          float* o = out + size_t(cg + k) * 512;
-          for (int i = 0; i < 32; ++i) {  // rows: parity * 16 + head
-            const __m512 a = _mm512_set1_ps(al[i % 16]);
-            _mm512_store_ps(o + i * 16, _mm512_fmadd_ps(_mm512_load_ps(o + i * 16), a, _mm512_load_ps(ws.sums.data() + i * 16)));
-          }
+        _tile_stored(0, ws.sums.data(), 64);
+        _tile_stored(1, ws.sums.data() + 256, 64);
+        fold(out + size_t(cg) * 512);
+        if (two) {
+          _tile_stored(2, ws.sums.data(), 64);
+          _tile_stored(3, ws.sums.data() + 256, 64);
+          fold(out + size_t(cg + 1) * 512);
         }
       }
     }

@@ -170,6 +170,11 @@ inline float softmax_block_update(float* sc, int n_t, float& m_run, float& s_run
   return alpha;
 }
 
+// sc[0, n) rounded to bf16 in place: the softmax weights that bf16 value sums take.
+inline void round_weights_to_bf16(float* sc, int n) {
+  for (int t = 0; t < n; ++t) sc[t] = bf16_to_f32(f32_to_bf16(sc[t]));
+}
+
 // For 4 heads i (short groups repeat the last; only the first n_hb are stored) and latent
 // columns [cb, cb + n_valid): o[i] = o[i] * alpha[i] + sum_t p[i][t] * keys[t][latent].
 template <class V, bool kFull>
@@ -288,8 +293,7 @@ void mla_attend_row(const MlaAttentionParams& p, const BatchSequence& s, int64_t
       for (int i = 0; i < n_hb; ++i) {
         float* sc = ws.scores.data() + size_t(hb + i) * T;
         alpha[i] = softmax_block_update<V>(sc, n_t, ws.run_max[size_t(hb + i)], ws.run_sum[size_t(hb + i)]);
-        if (bf16_dots)  // the weights the values take, rounded to bf16
-          for (int t = 0; t < n_t; ++t) sc[t] = bf16_to_f32(f32_to_bf16(sc[t]));
+        if (bf16_dots) round_weights_to_bf16(sc, n_t);
       }
       const float* pr[4];
       float* o[4];

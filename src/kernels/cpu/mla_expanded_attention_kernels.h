@@ -192,8 +192,7 @@ void expanded_attend_task(const ExpandedChunk& ch, int n_pad, int r0, int nr, in
       }
     }
     if (bf16)  // the weights rounded to bf16, as the pair dots would take them
-      for (int i = 0; i < n_hb; ++i)
-        for (int t = 0; t < T; ++t) scores[size_t(i) * T + t] = bf16_to_f32(f32_to_bf16(scores[size_t(i) * T + t]));
+      for (int i = 0; i < n_hb; ++i) round_weights_to_bf16(scores + size_t(i) * T, T);
     const float* pr[4];
     F al[4];
     for (int i = 0; i < 4; ++i) {

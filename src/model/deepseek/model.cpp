@@ -240,11 +240,8 @@ void DeepseekModel::absorbed_attention(const MlaWeights& a, const ForwardBatch& 
   float* q_latent = sized(s_.q_latent, size_t(n * H * lat));
   backend_.mla_absorb_query({q, H * qk, qk, n, &a.kv_b_proj, int(H), c.qk_nope_head_dim, c.v_head_dim, q_latent});
   float* o_latent = sized(s_.o_latent, size_t(n * H * lat));
-  // With bf16 activations and a bf16 cache, scores and value sums are bf16 dot products too.
-  const DType dot_dtype =
-      info_.activation_dtype == DType::BF16 && dtype == DType::BF16 ? DType::BF16 : DType::F32;
   backend_.mla_attention({q_latent, q + c.qk_nope_head_dim, H * qk, qk, o_latent, int(H), rope_.softmax_scale, &b,
-                          cache, cache_layout(dtype), block_size, kind, dot_dtype});
+                          cache, cache_layout(dtype), block_size, kind, attention_dot_dtype(dtype)});
   backend_.mla_project_value({o_latent, n, &a.kv_b_proj, int(H), c.qk_nope_head_dim, c.v_head_dim, o});
 }
 
@@ -252,11 +249,13 @@ void DeepseekModel::expanded_attention(const MlaWeights& a, const ForwardBatch& 
                                        int block_size, int kind, const float* q, float* o) {
   const ModelConfig& c = config_;
   const int64_t H = c.num_attention_heads, qk = c.qk_head_dim();
-  // With bf16 activations and a bf16 cache, scores and value sums are bf16 dot products.
-  const DType dot_dtype = info_.activation_dtype == DType::BF16 && dtype == DType::BF16 ? DType::BF16 : DType::F32;
   backend_.mla_expanded_attention({q, H * qk, qk, o, H * c.v_head_dim, &a.kv_b_proj, int(H), c.qk_nope_head_dim,
                                    c.v_head_dim, rope_.softmax_scale, &b, cache, cache_layout(dtype), block_size, kind,
-                                   dot_dtype});
+                                   attention_dot_dtype(dtype)});
+}
+
+DType DeepseekModel::attention_dot_dtype(DType cache_dtype) const {
+  return info_.activation_dtype == DType::BF16 && cache_dtype == DType::BF16 ? DType::BF16 : DType::F32;
 }
 
 void DeepseekModel::ffn(const LayerWeights& L, const float* h, int64_t n, float* out) {

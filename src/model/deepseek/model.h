@@ -70,6 +70,9 @@ class DeepseekModel final : public CausalLM {
                           int block_size, int kind, const float* q, float* o);
   void expanded_attention(const MlaWeights& a, const ForwardBatch& rows, const uint8_t* cache, DType dtype,
                           int block_size, int kind, const float* q, float* o);
+  // Both formulations' dot products: bf16 (scores and value sums) with bf16 activations over a
+  // bf16 cache of dtype `cache_dtype`, else f32.
+  DType attention_dot_dtype(DType cache_dtype) const;
   void ffn(const LayerWeights& L, const float* h, int64_t n, float* out);  // dense MLP or MoE
   void dense_mlp(const MlpWeights& w, const float* h, int64_t n, int64_t inter, float* out);
   void moe(const MoeWeights& w, const float* h, int64_t n, float* out);
