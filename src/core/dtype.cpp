@@ -79,23 +79,22 @@ constexpr std::array<float, 256> make_fp8_table() {
 constinit const std::array<float, 256> kFp8E4M3ToF32 = make_fp8_table();
 
 uint8_t f32_to_fp8_e4m3(float f) {
-  if (std::isnan(f)) return 0x7f;
-  const uint8_t sign = std::signbit(f) ? 0x80 : 0;
-  float a = std::fabs(f);
-  if (a >= 448.0f) return sign | 0x7e;
-  // Nearest representable value, ties to the even code: scan the 127 positive codes' midpoints.
-  int lo = 0, hi = 0x7e;
-  while (lo < hi) {  // first code whose value >= a
-    int mid = (lo + hi) / 2;
-    if (kFp8E4M3ToF32[mid] < a) lo = mid + 1; else hi = mid;
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint8_t sign = uint8_t((u >> 24) & 0x80);
+  u &= 0x7fffffffu;
+  if (u > 0x7f800000u) return 0x7f;               // NaN
+  if (u >= 0x43e00000u) return sign | 0x7e;       // >= 448 (infinity included): the largest finite
+  if (u < 0x3c800000u) {                          // below 2^-6: subnormal codes, k * 2^-9 (k = 8 is 2^-6)
+    float a;
+    std::memcpy(&a, &u, 4);
+    return sign | uint8_t(std::nearbyint(a * 512.0f));  // exact product; ties to even k
   }
-  int code = lo;
-  if (code > 0) {
-    const float below = kFp8E4M3ToF32[code - 1], above = kFp8E4M3ToF32[code];
-    const float d_below = a - below, d_above = above - a;
-    if (d_below < d_above || (d_below == d_above && ((code - 1) & 1) == 0)) code -= 1;
-  }
-  return sign | uint8_t(code);
+  // Normal: keep 3 of the 23 mantissa bits, ties to even; a carry moves into the exponent, and no
+  // value below 448 rounds past it.
+  const uint32_t r = u + 0x7ffffu + ((u >> 20) & 1u);
+  const uint32_t e = (r >> 23) - 127 + 7, m = (r >> 20) & 7u;
+  return sign | uint8_t(e << 3 | m);
 }
 
 }  // namespace deepinfer

@@ -5,6 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <vector>
 
 namespace deepinfer {
 namespace {
@@ -27,6 +31,41 @@ TEST(DType, Fp8E4M3Table) {
   EXPECT_EQ(fp8_e4m3_to_f32(0xb8), -1.0f);
   EXPECT_TRUE(std::isnan(fp8_e4m3_to_f32(0x7f)));
   EXPECT_TRUE(std::isnan(fp8_e4m3_to_f32(0xff)));
+}
+
+// The nearest finite e4m3 code to f by a scan of the decode table (ties to the even code, beyond
+// 448 saturating), independent of the encoder's bit arithmetic.
+uint8_t nearest_e4m3(float f) {
+  if (std::isnan(f)) return 0x7f;
+  const float a = std::fabs(f);
+  int best = 0;
+  for (int c = 1; c <= 0x7e; ++c) {
+    const float d = std::fabs(fp8_e4m3_to_f32(uint8_t(c)) - a), db = std::fabs(fp8_e4m3_to_f32(uint8_t(best)) - a);
+    if (d < db || (d == db && c % 2 == 0)) best = c;
+  }
+  return uint8_t((std::signbit(f) ? 0x80 : 0) | best);
+}
+
+TEST(DType, Fp8E4M3EncodeMatchesTableScan) {
+  std::vector<float> values;
+  for (uint32_t b = 0; b < 0x10000; ++b) values.push_back(bf16_to_f32(uint16_t(b)));  // every bf16, both signs
+  for (int c = 0; c < 0x7f; ++c) {  // each code's midpoint to the next and its two neighbours
+    const float lo = fp8_e4m3_to_f32(uint8_t(c)), hi = c < 0x7e ? fp8_e4m3_to_f32(uint8_t(c + 1)) : 480.0f;
+    const float mid = (lo + hi) / 2;
+    for (float v : {mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 1000.0f)}) values.insert(values.end(), {v, -v});
+  }
+  std::mt19937 rng(3);
+  for (int i = 0; i < 200000; ++i) {
+    const uint32_t u = rng();
+    float v;
+    std::memcpy(&v, &u, 4);
+    values.push_back(v);
+  }
+  for (float v : values) {
+    if (std::isnan(v)) continue;
+    ASSERT_EQ(f32_to_fp8_e4m3(v), nearest_e4m3(v)) << "value " << v;
+  }
+  EXPECT_EQ(f32_to_fp8_e4m3(std::numeric_limits<float>::quiet_NaN()), 0x7f);
 }
 
 TEST(DType, Fp8E4M3EncodeIsNearestAndSaturates) {
