@@ -45,7 +45,9 @@ attention and MLP/expert `*_proj.weight` as F8_E4M3 with a `*_proj.weight_scale_
 [ceil(rows/128), ceil(cols/128)] (value = e4m3 * scale_inv per block; partial edge blocks),
 as DeepSeek-V3's published checkpoint does; embeddings, norms, router gates, lm_head and the MTP
 eh_proj stay BF16. self_attn.kv_a_proj_with_mqa stays BF16 unless --fp8-kv-a-proj (the
-published DeepSeek-V3 quantizes it; the project's tiny-v3-fp8 fixture does not).
+published DeepSeek-V3 quantizes it; the project's tiny-v3-fp8 fixture does not), and lm_head
+unless --fp8-lm-head: then quantized from its BF16 values (those of the BF16 checkpoint of the
+seed), which is what the engine's --lm-head-dtype fp8 does to a BF16 lm_head at load.
 
 --mtp writes num_nextn_predict_layers (at least 1) multi-token-prediction layers after the main
 ones, model.layers.{L}.*: a full decoder layer plus embed_tokens, enorm, hnorm, eh_proj,
@@ -175,7 +177,7 @@ def model_weights(config):
                            key="model.embed_tokens.weight" if tied else "lm_head.weight")]
     weights.append(norm("model.norm.weight", hidden))
     if not tied:
-        weights.append(Weight("lm_head.weight", (vocab, hidden), head_std))
+        weights.append(Weight("lm_head.weight", (vocab, hidden), head_std, quantizable="lm_head"))
     return weights
 
 
@@ -191,13 +193,14 @@ class Stored:
         self.nbytes = math.prod(self.shape) * self.ITEM_BYTES[dtype]
 
 
-def storage_plan(config, fp8, fp8_kv_a):
+def storage_plan(config, fp8, fp8_kv_a, fp8_lm_head=False):
     """Groups of stored tensors in module order; a quantized weight and its scale_inv form one
     group so that they land in the same shard."""
     block = (config.get("quantization_config") or FP8_DEFAULTS)["weight_block_size"]
     groups = []
     for w in model_weights(config):
-        quantize = fp8 and (w.quantizable is True or (w.quantizable == "kv_a" and fp8_kv_a))
+        quantize = fp8 and (w.quantizable is True or (w.quantizable == "kv_a" and fp8_kv_a) or
+                            (w.quantizable == "lm_head" and fp8_lm_head))
         if quantize:
             rows, cols = w.shape
             scale_shape = (wf.n_blocks(rows, block[0]), wf.n_blocks(cols, block[1]))
@@ -335,6 +338,8 @@ class ShardWriter:
             for indices in weight_chunks(w, self.seed, self.block[0]):
                 f.write(values[indices].astype("<f4", copy=False))
         else:  # fp8: block-quantize whole block rows at a time
+            if w.quantizable == "lm_head":  # from its bf16 values, as the engine requantizes a bf16 lm_head
+                values = wf.bf16_to_f32(wf.bf16_bits(values))
             scales = []
             for indices in weight_chunks(w, self.seed, self.block[0]):
                 codes, scale = wf.quantize_blocks(values[indices], *self.block)
@@ -359,7 +364,7 @@ def write_json(path, obj):
 
 
 def make_checkpoint(out_dir, config, dtype="bf16", shards=1, seed=0, tokenizer=None,
-                    fp8_kv_a=False):
+                    fp8_kv_a=False, fp8_lm_head=False):
     """Writes the checkpoint for `config` (a validated config.json dict) into out_dir and
     returns the summary dict."""
     began = time.time()
@@ -367,7 +372,7 @@ def make_checkpoint(out_dir, config, dtype="bf16", shards=1, seed=0, tokenizer=N
     remove_stale_outputs(out_dir)
     fp8 = dtype == "fp8"
     block = tuple((config.get("quantization_config") or FP8_DEFAULTS)["weight_block_size"])
-    groups = storage_plan(config, fp8, fp8_kv_a)
+    groups = storage_plan(config, fp8, fp8_kv_a, fp8_lm_head)
     shard_lists = split_shards(groups, shards)
 
     write_json(os.path.join(out_dir, "config.json"), config)
@@ -416,6 +421,8 @@ def parse_args(argv):
                              "config has an fp8 quantization_config, else bf16)")
     parser.add_argument("--fp8-kv-a-proj", action="store_true",
                         help="with fp8, also quantize self_attn.kv_a_proj_with_mqa")
+    parser.add_argument("--fp8-lm-head", action="store_true",
+                        help="with fp8, also quantize lm_head (untied only; not the MTP shared_head.head)")
     mtp = parser.add_mutually_exclusive_group()
     mtp.add_argument("--mtp", action="store_true",
                      help="write num_nextn_predict_layers (at least 1) MTP layers")
@@ -437,7 +444,7 @@ def main(argv=None):
         config, dtype = build_config(args.preset, args.config_json, args.layers, args.set or (),
                                      args.tokenizer, args.mtp, args.dtype)
         summary = make_checkpoint(args.out_dir, config, dtype, args.shards, args.seed,
-                                  args.tokenizer, args.fp8_kv_a_proj)
+                                  args.tokenizer, args.fp8_kv_a_proj, args.fp8_lm_head)
     except ConfigError as e:
         parser.error(str(e))
     except OSError as e:

@@ -163,13 +163,16 @@ struct Options {
   std::vector<int> verify_rows;  // > 1: rows per sequence of a speculative verification step
   std::vector<std::string> prefill_formulations = {"expanded", "absorbed"};
   int prefill_repeats = 1;
+  std::string lm_head = "stored";
   int steps = 3;
   double max_kv_gib = 6.0;
 };
 
 int run(const Options& o) {
-  auto loaded = load_causal_lm(o.model_dir, ModelOptions{o.activations == "bf16" ? DType::BF16 : DType::F32},
-                               cpu_backend());
+  ModelOptions options;
+  options.activation_dtype = o.activations == "bf16" ? DType::BF16 : DType::F32;
+  options.fp8_lm_head = o.lm_head == "fp8";
+  auto loaded = load_causal_lm(o.model_dir, options, cpu_backend());
   if (!loaded.ok()) {
     std::fprintf(stderr, "error: %s\n", loaded.status().message().c_str());
     return 1;
@@ -189,9 +192,9 @@ int run(const Options& o) {
   const size_t w_active = v3 ? active_weight_bytes(*v3) : 0;
   std::printf("load: %s\n", describe_causal_lm(m, BenchCache::kBlock).c_str());
   std::printf("model %s: %.2f GB of weights, %.3f GB read per token at batch 1 (active weights), "
-              "KV %s %.1f B/token + %zu B/sequence, %s activations, isa %s, threads %d\n\n",
+              "KV %s %.1f B/token + %zu B/sequence, %s activations, lm_head %s, isa %s, threads %d\n\n",
               o.model_dir.c_str(), double(info.n_weight_bytes) / 1e9, double(w_active) / 1e9, o.kv.c_str(),
-              kv_per_token, kv_per_seq, o.activations.c_str(), std::string(cpu::isa_name(cpu::active_isa())).c_str(),
+              kv_per_token, kv_per_seq, o.activations.c_str(), o.lm_head.c_str(), std::string(cpu::isa_name(cpu::active_isa())).c_str(),
               omp_get_max_threads());
   std::mt19937 rng(7);
   auto random_token = [&] { return int32_t(rng() % uint32_t(info.vocab_size - 2) + 2); };
@@ -296,6 +299,8 @@ int main(int argc, char** argv) {
   app.add_option("--kv", o.kv, "KV cache dtype: bf16, fp8 or f32");
   app.add_option("--activations", o.activations, "Inputs of the bf16, fp8 and FP4 linear layers: f32 or bf16")
       ->check(CLI::IsMember({"f32", "bf16"}));
+  app.add_option("--lm-head", o.lm_head, "The lm_head as stored, or quantized to fp8 at load (--lm-head-dtype)")
+      ->check(CLI::IsMember({"stored", "fp8"}));
   app.add_option("--batches", o.batches, "Concurrent sequences per decode step")->delimiter(',');
   app.add_option("--contexts", o.contexts, "Cached tokens per sequence for decode")->delimiter(',');
   app.add_option("--prompts", o.prompts, "Prompt lengths for prefill (0: none)")->delimiter(',');

@@ -21,6 +21,11 @@ void EngineFlags::add_to(CLI::App& cmd) {
                  "Inputs of the bf16, fp8 and FP4 linear layers (and attention queries with a bf16 cache): f32, or bf16 "
                  "(rounded; about twice the arithmetic rate on AVX-512 BF16 CPUs, accuracy in bench/RESULTS.md)")
       ->capture_default_str();
+  cmd.add_option("--lm-head-dtype", lm_head_dtype,
+                 "The lm_head's precision: stored (as the checkpoint has it), or fp8 (e4m3 with 128x128 block scales, "
+                 "quantized at load from bf16, f16 or f32: half the bytes a decode step reads for it; accuracy in "
+                 "bench/RESULTS.md)")
+      ->capture_default_str();
   cmd.add_option("--prefill-attention", prefill_attention,
                  "DeepSeek-V2/V3: attention of prompt tokens, expanded (MLA expanded to per-head keys and values; "
                  "generated tokens stay absorbed, and cached blocks holding them are not reused as prompt) or "
@@ -72,6 +77,9 @@ Status EngineFlags::resolve() {
   if (activation_dtype != "f32" && activation_dtype != "bf16")
     return Status::Error("--activation-dtype: '" + activation_dtype + "' is not one of f32, bf16");
   model.activation_dtype = activation_dtype == "bf16" ? DType::BF16 : DType::F32;
+  if (lm_head_dtype != "stored" && lm_head_dtype != "fp8")
+    return Status::Error("--lm-head-dtype: '" + lm_head_dtype + "' is not one of stored, fp8");
+  model.fp8_lm_head = lm_head_dtype == "fp8";
   if (prefill_attention != "expanded" && prefill_attention != "absorbed")
     return Status::Error("--prefill-attention: '" + prefill_attention + "' is not one of expanded, absorbed");
   model.prefill_attention =

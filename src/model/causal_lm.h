@@ -87,6 +87,14 @@ struct ModelOptions {
   // With expert_group: the rows' dtype on the wire, F32 (outputs bitwise those of one process) or
   // BF16 (half the bytes; accuracy in bench/RESULTS.md).
   DType expert_wire_dtype = DType::F32;
+  // Hold the lm_head (DeepSeek-V2/V3's lm_head, V4's and V4.1's head) in fp8 e4m3 with 128 x 128 block
+  // scales, quantized at load (model/fp8_requantize.h), where the checkpoint stores it in bf16, f16
+  // or f32: one byte per weight instead of two. On a checkpoint whose other linears are small or
+  // fp8 the lm_head is much of what a batch-1 step reads (DeepSeek's fp8 checkpoints keep it in
+  // bf16). Each weight moves by at most 2^-4 of itself (or 2^-10 of its block's scale), so a logit
+  // by at most 2^-4 sum_j |h_j W_vj| plus that; measured agreement in bench/RESULTS.md. Off (the
+  // default): the lm_head as stored. A stored fp8 or FP4 lm_head stays as it is.
+  bool fp8_lm_head = false;
   // Let the backend relay the weights it reads faster in another layout (Backend::relay_weight:
   // fp8 codes tile-major where fp8 decode runs on AMX tiles), copied out of the checkpoint's
   // mapping at load; the outputs are bitwise the same either way. DeepSeek-V2/V3 and V4 without

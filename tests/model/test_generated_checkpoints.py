@@ -2,7 +2,8 @@
 project's generator (tools/make_checkpoint.py): every variant (sharded, MTP layers set aside,
 FP8 including kv_a_proj, group-limited routing, MoE every other layer, tied embeddings, plain
 RoPE, ...) loads and generates finite logprobs; sharding the same weights changes nothing,
-bitwise; a truncated shard is reported by name."""
+bitwise; a truncated shard is reported by name; --lm-head-dtype fp8 gives exactly what a
+checkpoint storing the lm_head in fp8 gives."""
 import json
 import math
 import pathlib
@@ -21,9 +22,9 @@ def make(out, *args):
     return out
 
 
-def generate(deepinfer_bin, model, prompt="5,17,300,2,9", n=8):
+def generate(deepinfer_bin, model, prompt="5,17,300,2,9", n=8, flags=()):
     out = subprocess.run([deepinfer_bin, "generate", "--model", str(model), "--prompt-ids", prompt,
-                          "--max-tokens", str(n), "--temperature", "0", "--ignore-eos", "--json"],
+                          "--max-tokens", str(n), "--temperature", "0", "--ignore-eos", "--json", *flags],
                          capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
@@ -64,3 +65,40 @@ def test_broken_checkpoint_names_the_tensor(deepinfer_bin, tmp_path):
                          capture_output=True, text=True, timeout=60)
     assert out.returncode != 0
     assert shard.name in out.stderr and "truncated" in out.stderr
+
+
+@pytest.mark.parametrize("activations", ["f32", "bf16"])
+def test_fp8_lm_head_is_the_checkpoint_that_stores_it_in_fp8(deepinfer_bin, tmp_path, activations):
+    """--lm-head-dtype fp8 on a bf16 lm_head: the outputs, bit for bit, of the same weights with the
+    lm_head quantized by the generator (tools/weight_formats.py: numpy, 128 x 128 blocks, scale
+    amax / 448, nearest-even e4m3) and stored as fp8. So the engine's requantization at load gives
+    the generator's codes and scales, and the weight then runs as any fp8 weight (with bf16
+    activations on AMX, relaid tile-major). Without the flag the outputs differ: the test sees
+    the lm_head's precision."""
+    fp8 = make(tmp_path / "fp8", "--dtype", "fp8", "--seed", "5")
+    stored = make(tmp_path / "stored", "--dtype", "fp8", "--fp8-lm-head", "--seed", "5")
+    act = ["--activation-dtype", activations]
+    requantized = generate(deepinfer_bin, fp8, flags=act + ["--lm-head-dtype", "fp8"])
+    assert requantized == generate(deepinfer_bin, stored, flags=act)
+    assert requantized["logprobs"] != generate(deepinfer_bin, fp8, flags=act)["logprobs"]
+
+
+def test_fp8_lm_head_of_tied_embeddings_and_bad_values(deepinfer_bin, tmp_path):
+    """A tied lm_head (the embedding's tensor) is requantized while the embedding keeps reading
+    its bf16 rows; an unknown --lm-head-dtype is refused by name."""
+    tied = make(tmp_path / "tied", "--set", "tie_word_embeddings=true", "--seed", "6")
+    plain, fp8 = generate(deepinfer_bin, tied), generate(deepinfer_bin, tied, flags=["--lm-head-dtype", "fp8"])
+    assert len(fp8["output_ids"]) == 8 and all(math.isfinite(lp) and lp <= 0 for lp in fp8["logprobs"])
+    assert fp8["output_ids"][0] == plain["output_ids"][0] and fp8["logprobs"] != plain["logprobs"]
+    out = subprocess.run([deepinfer_bin, "generate", "--model", str(tied), "--prompt-ids", "1", "--max-tokens", "1",
+                          "--lm-head-dtype", "fp4"], capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and "--lm-head-dtype" in out.stderr and "fp4" in out.stderr
+
+
+@pytest.mark.parametrize("fixture", ["tiny-v4-fp8", "tiny-v41"])
+def test_fp8_lm_head_on_deepseek_v4_and_v41(deepinfer_bin, fixture):
+    """DeepSeek-V4's and V4.1's bf16 head takes the flag too (its values: fp8_requantize_test)."""
+    model = ROOT / "tests" / "data" / "models" / fixture
+    plain, fp8 = generate(deepinfer_bin, model), generate(deepinfer_bin, model, flags=["--lm-head-dtype", "fp8"])
+    assert len(fp8["output_ids"]) == 8 and all(math.isfinite(lp) and lp <= 0 for lp in fp8["logprobs"])
+    assert fp8["logprobs"] != plain["logprobs"]

@@ -367,6 +367,24 @@ def test_fp8_kv_a_proj_option(tmp_path):
     assert scale["shape"] == [2, 2]  # [160, 256] in 128-blocks
 
 
+def test_fp8_lm_head_option(made, tmp_path):
+    """--fp8-lm-head quantizes lm_head from the bf16 checkpoint's values of the seed (what the
+    engine's --lm-head-dtype fp8 does at load): the codes and scales of weight_formats'
+    quantize_blocks on those bf16 values; every other tensor is the plain fp8 checkpoint's."""
+    generate(tmp_path, "--preset", "tiny-v3", "--seed", "7", "--dtype", "fp8", "--fp8-lm-head")
+    f = check_file_format(tmp_path / "model.safetensors")
+    plain = SafetensorsFile(made["v3_fp8"][0] / "model.safetensors")
+    bf16 = SafetensorsFile(made["v3"][0] / "model.safetensors")
+    assert f.names() == sorted(plain.names() + ["lm_head.weight_scale_inv"])
+    assert f.entry("lm_head.weight")["dtype"] == "F8_E4M3"
+    codes, scale = weight_formats.quantize_blocks(bf16.values("lm_head.weight").astype(np.float32))
+    assert np.array_equal(f.values("lm_head.weight"), codes)
+    assert np.array_equal(f.values("lm_head.weight_scale_inv"), scale)
+    for name in plain.names():
+        if name != "lm_head.weight":
+            assert f.raw(name) == plain.raw(name), name
+
+
 def test_weight_statistics(made):
     f = SafetensorsFile(made["v3"][0] / "model.safetensors")
     for name in f.names():

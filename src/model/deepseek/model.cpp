@@ -56,6 +56,7 @@ Result<std::unique_ptr<DeepseekModel>> DeepseekModel::Load(const std::string& mo
                                                           options.mtp_drafting));
   if (options.activation_dtype != DType::F32 && options.activation_dtype != DType::BF16)
     return Status::Error("activation dtype must be f32 or bf16");
+  if (options.fp8_lm_head) DI_RETURN_IF_ERROR(weights->requantize_lm_head_fp8(model_dir));
   if (options.activation_dtype == DType::BF16) weights->use_bf16_activations();
   if (options.relay_weights && !placement) weights->relay(backend);
   std::unique_ptr<DeepseekModel> model(

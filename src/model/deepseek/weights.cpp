@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "model/fp4_weight.h"
+#include "model/fp8_requantize.h"
 #include "model/weight_pages.h"
 
 namespace deepinfer {
@@ -266,6 +267,12 @@ void DeepseekWeights::use_bf16_activations() {
     set(mtp->eh_proj);
     set(mtp->head);
   }
+}
+
+Status DeepseekWeights::requantize_lm_head_fp8(const std::string& model_dir) {
+  const bool tied = lm_head.data == embed.data;
+  return requantize_lm_head(lm_head, tied, model_dir, tied ? "model.embed_tokens.weight" : "lm_head.weight",
+                            requantized_lm_head_);
 }
 
 void DeepseekWeights::relay(Backend& backend) {

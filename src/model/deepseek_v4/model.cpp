@@ -45,6 +45,7 @@ Result<std::unique_ptr<DeepseekV4Model>> DeepseekV4Model::Load(const std::string
     placement = std::move(p);
   }
   DI_ASSIGN_OR_RETURN(auto weights, DeepseekV4Weights::Bind(ckpt, config, model_dir, placement ? &*placement : nullptr));
+  if (options.fp8_lm_head) DI_RETURN_IF_ERROR(weights->requantize_head_fp8(model_dir));
   if (options.activation_dtype == DType::BF16) weights->use_bf16_activations();
   if (options.relay_weights && !placement) weights->relay(backend);
   auto model = std::unique_ptr<DeepseekV4Model>(

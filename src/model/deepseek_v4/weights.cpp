@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "model/deepseek_v4/layer_binder.h"
+#include "model/fp8_requantize.h"
 #include "model/weight_pages.h"
 
 namespace deepinfer {
@@ -132,6 +133,11 @@ void DeepseekV4Weights::use_bf16_activations() {
 
 void DeepseekV4Weights::relay(Backend& backend) {
   for_each_projection([&](LinearWeight& w) { relay_into(backend, w, relaid_); });
+}
+
+Status DeepseekV4Weights::requantize_head_fp8(const std::string& model_dir) {
+  const bool tied = head.data == embed.data;
+  return requantize_lm_head(head, tied, model_dir, tied ? "embed.weight" : "head.weight", requantized_head_);
 }
 
 }  // namespace deepinfer

@@ -75,6 +75,11 @@ struct DeepseekV4Weights {
                                                          const std::string& model_dir,
                                                          const ExpertPlacement* placement = nullptr);
 
+  // ModelOptions::fp8_lm_head: the head, where stored in bf16, f16 or f32, becomes fp8 with 128 x 128
+  // block scales (model/fp8_requantize.h). Before use_bf16_activations and relay. An error names
+  // the tensor (a NaN or an infinity in it).
+  Status requantize_head_fp8(const std::string& model_dir);
+
   // Sets act_dtype BF16 on every linear weight that admits it (bf16, FP4, fp8 with blocks of a
   // multiple of 32 columns: admits_bf16_activations) of the main layers and the head
   // (ModelOptions::activation_dtype): projections, compressors, indexer, experts, shared experts. Not the embedding, the routers or the f32
@@ -90,6 +95,7 @@ struct DeepseekV4Weights {
  private:
   std::deque<std::vector<uint8_t>> owned_;  // realigned tensors, f32 scales
   std::deque<AlignedVector<uint8_t>> relaid_;  // weights in the backend's layout (relay)
+  AlignedVector<uint8_t> requantized_head_;    // requantize_head_fp8's codes and scales
   // f on every linear weight the main layers and the head multiply through Backend::linear
   // (projections, compressors, indexer, shared and routed experts, head).
   void for_each_projection(const std::function<void(LinearWeight&)>& f);

@@ -23,6 +23,7 @@ Result<std::unique_ptr<DeepseekV41Model>> DeepseekV41Model::Load(const std::stri
     placement = std::move(p);
   }
   DI_ASSIGN_OR_RETURN(auto weights, DeepseekV41Weights::Bind(ckpt, config, model_dir, placement ? &*placement : nullptr));
+  if (options.fp8_lm_head) DI_RETURN_IF_ERROR(weights->requantize_head_fp8(model_dir));
   std::vector<int32_t> compressed;
   std::vector<EngramLayerHash> hashes;
   if (!config.engram_layer_ids.empty()) {

@@ -4,6 +4,7 @@
 
 #include "core/check.h"
 #include "model/deepseek_v4/layer_binder.h"
+#include "model/fp8_requantize.h"
 
 namespace deepinfer {
 namespace {
@@ -138,6 +139,11 @@ Result<std::unique_ptr<DeepseekV41Weights>> DeepseekV41Weights::Bind(const Check
     return Status::Error(model_dir + ": tensor 'embed.weight' must not be F8_E4M3 (rows are looked up)");
   for (const auto& [name, t] : ckpt.tensors()) w->n_set_aside += set_aside(name) ? 1 : 0;
   return w;
+}
+
+Status DeepseekV41Weights::requantize_head_fp8(const std::string& model_dir) {
+  const bool tied = head.data == embed.data;
+  return requantize_lm_head(head, tied, model_dir, tied ? "embed.weight" : "head.weight", requantized_head_);
 }
 
 }  // namespace deepinfer

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "kernels/ops.h"
 #include "model/deepseek_v4/clamped_moe.h"
 #include "model/deepseek_v4/compressor.h"
@@ -91,8 +92,13 @@ struct DeepseekV41Weights {
                                                           const std::string& model_dir,
                                                           const ExpertPlacement* placement = nullptr);
 
+  // ModelOptions::fp8_lm_head: the head, where stored in bf16, f16 or f32, becomes fp8 with 128 x 128
+  // block scales (model/fp8_requantize.h). An error names the tensor (a NaN or an infinity in it).
+  Status requantize_head_fp8(const std::string& model_dir);
+
  private:
   std::deque<std::vector<uint8_t>> owned_;
+  AlignedVector<uint8_t> requantized_head_;  // requantize_head_fp8's codes and scales
 };
 
 }  // namespace deepinfer

@@ -1,0 +1,93 @@
+#include "model/fp8_requantize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "core/check.h"
+#include "core/dtype.h"
+#include "model/weight_pages.h"
+
+namespace deepinfer {
+namespace {
+
+// Row r of w in f32 (exact for every stored dtype).
+void row_f32(const LinearWeight& w, int64_t r, float* out) {
+  const int64_t n = w.n_in;
+  if (w.dtype == DType::F32) {
+    std::copy_n(static_cast<const float*>(w.data) + r * n, n, out);
+    return;
+  }
+  const uint16_t* src = static_cast<const uint16_t*>(w.data) + r * n;
+  if (w.dtype == DType::BF16)
+    for (int64_t j = 0; j < n; ++j) out[j] = bf16_to_f32(src[j]);
+  else
+    for (int64_t j = 0; j < n; ++j) out[j] = f16_to_f32(src[j]);
+}
+
+}  // namespace
+
+Result<LinearWeight> requantize_fp8(const LinearWeight& w, AlignedVector<uint8_t>& out) {
+  DI_CHECK_MSG(requantizes_to_fp8(w) && w.data != nullptr, "requantize_fp8 takes stored bf16, f16 or f32 weights");
+  constexpr int64_t B = kRequantBlock;
+  const int64_t n_out = w.n_out, n_in = w.n_in;
+  const int64_t row_blocks = (n_out + B - 1) / B, col_blocks = (n_in + B - 1) / B;
+  const size_t code_bytes = (size_t(n_out) * size_t(n_in) + 63) / 64 * 64;  // the scales start on a cache line
+  out.resize(code_bytes + size_t(row_blocks * col_blocks) * sizeof(float));
+  uint8_t* codes = out.data();
+  float* scales = reinterpret_cast<float*>(out.data() + code_bytes);
+  int64_t bad_row = n_out;  // the first row of the first block row holding a NaN or an infinity
+#pragma omp parallel
+  {
+    std::vector<float> rows(size_t(B * n_in));  // one block row in f32
+#pragma omp for schedule(dynamic, 1)
+    for (int64_t rb = 0; rb < row_blocks; ++rb) {
+      const int64_t r0 = rb * B, nr = std::min(B, n_out - r0);
+      for (int64_t i = 0; i < nr; ++i) row_f32(w, r0 + i, rows.data() + i * n_in);
+      for (int64_t cb = 0; cb < col_blocks; ++cb) {
+        const int64_t c0 = cb * B, c1 = std::min(n_in, c0 + B);
+        float amax = 0.0f;
+        bool finite = true;
+        for (int64_t i = 0; i < nr; ++i)
+          for (int64_t j = c0; j < c1; ++j) {
+            const float a = std::fabs(rows[size_t(i * n_in + j)]);
+            finite = finite && a <= std::numeric_limits<float>::max();  // false for NaN too
+            amax = std::max(amax, a);
+          }
+        if (!finite) {
+#pragma omp critical(requantize_fp8_bad)
+          bad_row = std::min(bad_row, r0);
+          continue;
+        }
+        const float s = amax > 0.0f ? amax / 448.0f : 1.0f;
+        scales[rb * col_blocks + cb] = s;
+        for (int64_t i = 0; i < nr; ++i)
+          for (int64_t j = c0; j < c1; ++j) codes[(r0 + i) * n_in + j] = f32_to_fp8_e4m3(rows[size_t(i * n_in + j)] / s);
+      }
+    }
+  }
+  if (bad_row < n_out)
+    return Status::Error("holds a NaN or an infinity in rows " + std::to_string(bad_row) + ".." +
+                         std::to_string(std::min(n_out, bad_row + B) - 1) + ", which fp8 cannot scale");
+  LinearWeight q = w;
+  q.dtype = DType::F8_E4M3;
+  q.data = codes;
+  q.scale_inv = scales;
+  q.block_rows = q.block_cols = int(B);
+  q.scale_e8m0 = nullptr;
+  return q;
+}
+
+Status requantize_lm_head(LinearWeight& head, bool tied, const std::string& model_dir, const std::string& name,
+                          AlignedVector<uint8_t>& store) {
+  if (!requantizes_to_fp8(head)) return Status::Ok();
+  Result<LinearWeight> q = requantize_fp8(head, store);
+  if (!q.ok()) return Status::Error(model_dir + ": tensor '" + name + "' (the lm_head, asked in fp8) " + q.status().message());
+  if (!tied) release_pages(head);
+  head = *q;
+  return Status::Ok();
+}
+
+}  // namespace deepinfer

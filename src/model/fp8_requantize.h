@@ -1,0 +1,40 @@
+// Quantizing a weight stored in bf16, f16 or f32 to fp8 e4m3 with 128 x 128 block scales at load:
+// the layout DeepSeek's fp8 checkpoints give their linear layers (LinearWeight F8_E4M3 with f32
+// scale_inv), so every kernel that runs those runs it, at one byte per weight instead of two.
+//
+// Per block B of 128 rows x 128 columns (the last ones partial): s = max |W| over B / 448 (1 for a
+// block of zeros), code = e4m3(W / s) rounded to nearest even, and the kernels multiply with
+// W' = value(code) * s. Rounding: a quotient of magnitude >= 2^-6 (a normal code) keeps 4
+// significant bits, so |W' - W| <= 2^-4 |W|; below, codes step by 2^-9, so |W' - W| <= 2^-10 s;
+// the f32 division and product add at most 2^-22 |W|.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "core/aligned_vector.h"
+#include "core/status.h"
+#include "kernels/ops.h"
+
+namespace deepinfer {
+
+constexpr int kRequantBlock = 128;  // rows and columns per scale block
+
+// w (BF16, F16 or F32, row-major, not tile-major) as F8_E4M3 with kRequantBlock blocks, its codes
+// [n_out, n_in] then its scales written into `out` (resized); the result points into `out` and has
+// w's act_dtype. An error where w holds a NaN or an infinity (no scale keeps the block's other
+// values); the caller names the tensor. Any other dtype is a precondition failure (the caller checks).
+Result<LinearWeight> requantize_fp8(const LinearWeight& w, AlignedVector<uint8_t>& out);
+
+// Whether requantize_fp8 takes w's dtype.
+inline bool requantizes_to_fp8(const LinearWeight& w) {
+  return !w.tile_major && (w.dtype == DType::BF16 || w.dtype == DType::F16 || w.dtype == DType::F32);
+}
+
+// ModelOptions::fp8_lm_head for a model's lm_head: where requantizes_to_fp8, `head` becomes its
+// fp8 form in `store` and its stored pages are dropped (not when `tied`: the embedding reads them);
+// else (stored fp8 or FP4) it stays. Errors name the tensor `name` of the checkpoint in `model_dir`.
+Status requantize_lm_head(LinearWeight& head, bool tied, const std::string& model_dir, const std::string& name,
+                          AlignedVector<uint8_t>& store);
+
+}  // namespace deepinfer

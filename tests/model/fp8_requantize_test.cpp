@@ -1,0 +1,162 @@
+// Requantizing a bf16, f16 or f32 weight to fp8 e4m3 with 128 x 128 block scales
+// (model/fp8_requantize.h), checked against the format's definition rather than the encoder:
+// each block's scale is its largest magnitude over 448, and each code is a nearest e4m3 value
+// to weight / scale (no neighbouring code is closer), so the bound the header states holds. Then
+// the models' ModelOptions::fp8_lm_head: the lm_head (V3) and head (V4) are held that way.
+#include "model/fp8_requantize.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "core/dtype.h"
+#include "model/deepseek/model.h"
+#include "model/deepseek_v4/model.h"
+#include "model/loader.h"
+
+namespace deepinfer {
+namespace {
+
+constexpr int64_t B = kRequantBlock;
+
+float block_scale(const LinearWeight& q, int64_t r, int64_t c) {
+  return q.scale_inv[(r / B) * ((q.n_in + B - 1) / B) + c / B];
+}
+
+// Every element of q against the source values w [n_out, n_in]: its block's scale is the block's
+// largest |w| / 448 (1 for zeros), its code a nearest one, its error within the stated bound.
+void expect_requantized(const LinearWeight& q, const std::vector<float>& w) {
+  ASSERT_EQ(q.dtype, DType::F8_E4M3);
+  ASSERT_EQ(q.block_rows, B);
+  ASSERT_EQ(q.block_cols, B);
+  const uint8_t* codes = static_cast<const uint8_t*>(q.data);
+  std::vector<float> amax(size_t(((q.n_out + B - 1) / B) * ((q.n_in + B - 1) / B)), 0.0f);
+  for (int64_t r = 0; r < q.n_out; ++r)
+    for (int64_t c = 0; c < q.n_in; ++c) {
+      float& a = amax[size_t((r / B) * ((q.n_in + B - 1) / B) + c / B)];
+      a = std::max(a, std::fabs(w[size_t(r * q.n_in + c)]));
+    }
+  for (size_t i = 0; i < amax.size(); ++i) ASSERT_EQ(q.scale_inv[i], amax[i] > 0 ? amax[i] / 448.0f : 1.0f) << "block " << i;
+  for (int64_t r = 0; r < q.n_out; ++r)
+    for (int64_t c = 0; c < q.n_in; ++c) {
+      const double x = w[size_t(r * q.n_in + c)], s = block_scale(q, r, c);
+      const uint8_t code = codes[r * q.n_in + c];
+      ASSERT_NE(code & 0x7f, 0x7f) << "NaN code at " << r << ", " << c;
+      const double got = double(fp8_e4m3_to_f32(code)) * s, err = std::fabs(got - x);
+      for (int d : {-1, 1}) {  // a neighbouring magnitude of the same sign is no closer (up to the f32 quotient's rounding)
+        const int mag = (code & 0x7f) + d;
+        if (mag < 0 || mag > 0x7e) continue;
+        const double other = double(fp8_e4m3_to_f32(uint8_t((code & 0x80) | mag))) * s;
+        ASSERT_LE(err, std::fabs(other - x) + std::ldexp(std::fabs(x), -22)) << "at " << r << ", " << c << ": " << x;
+      }
+      ASSERT_LE(err, std::ldexp(std::fabs(x), -4) + std::ldexp(s, -10) + std::ldexp(std::fabs(x), -22))
+          << "at " << r << ", " << c;
+      if (x != 0) ASSERT_EQ(std::signbit(got), std::signbit(x));
+    }
+}
+
+// Rows whose magnitudes span 2^-20 .. 2^4 (so blocks hold values deep in the subnormal codes of
+// their scale), a block of zeros, and partial edge blocks (200 x 300).
+std::vector<float> test_values(int64_t n_out, int64_t n_in) {
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal;
+  std::vector<float> w(size_t(n_out * n_in));
+  for (int64_t r = 0; r < n_out; ++r)
+    for (int64_t c = 0; c < n_in; ++c)
+      w[size_t(r * n_in + c)] = r < B && c < B ? 0.0f : std::ldexp(normal(rng), -20 + int(r % 25));
+  return w;
+}
+
+TEST(RequantizeFp8, Bf16F16AndF32SourcesGiveNearestCodesPerBlockScale) {
+  const int64_t n_out = 200, n_in = 300;
+  std::vector<float> w = test_values(n_out, n_in);
+  std::vector<uint16_t> bf16(w.size());
+  for (size_t i = 0; i < w.size(); ++i) bf16[i] = f32_to_bf16(w[i]);
+  std::vector<float> bf16_values(w.size());
+  for (size_t i = 0; i < w.size(); ++i) bf16_values[i] = bf16_to_f32(bf16[i]);
+  std::vector<float> f16_table(0x7c00);  // the finite positive f16 values, ascending
+  for (uint16_t b = 0; b < 0x7c00; ++b) f16_table[b] = f16_to_f32(b);
+  std::vector<uint16_t> f16(w.size());  // each value's f16 neighbour at or above it (below 65504)
+  std::vector<float> f16_values(w.size());
+  for (size_t i = 0; i < w.size(); ++i) {
+    const auto at = std::lower_bound(f16_table.begin(), f16_table.end(), std::fabs(w[i]));
+    f16[i] = uint16_t(std::min<ptrdiff_t>(at - f16_table.begin(), 0x7bff) | (std::signbit(w[i]) ? 0x8000 : 0));
+    f16_values[i] = f16_to_f32(f16[i]);
+  }
+  struct Case {
+    DType dtype;
+    const void* data;
+    const std::vector<float>* values;
+  } cases[] = {{DType::BF16, bf16.data(), &bf16_values}, {DType::F16, f16.data(), &f16_values}, {DType::F32, w.data(), &w}};
+  for (const Case& k : cases) {
+    SCOPED_TRACE(std::string(dtype_name(k.dtype)));
+    LinearWeight src;
+    src.dtype = k.dtype;
+    src.data = k.data;
+    src.n_out = n_out;
+    src.n_in = n_in;
+    src.act_dtype = DType::BF16;
+    AlignedVector<uint8_t> store;
+    Result<LinearWeight> q = requantize_fp8(src, store);
+    ASSERT_TRUE(q.ok()) << q.status().message();
+    EXPECT_EQ(q->act_dtype, DType::BF16);
+    EXPECT_FALSE(q->tile_major);
+    EXPECT_EQ(weight_scale_bytes(*q), size_t(2 * 3 * 4));
+    expect_requantized(*q, *k.values);
+  }
+}
+
+TEST(RequantizeFp8, NanOrInfinityIsAnErrorNamingTheRows) {
+  const int64_t n_out = 300, n_in = 64;
+  for (float bad : {INFINITY, -NAN}) {
+    std::vector<float> w(size_t(n_out * n_in), 0.5f);
+    w[size_t(260 * n_in + 3)] = bad;
+    w[size_t(290 * n_in + 5)] = 1e38f;  // finite: fine
+    LinearWeight src;
+    src.dtype = DType::F32;
+    src.data = w.data();
+    src.n_out = n_out;
+    src.n_in = n_in;
+    AlignedVector<uint8_t> store;
+    Result<LinearWeight> q = requantize_fp8(src, store);
+    ASSERT_FALSE(q.ok()) << bad;
+    EXPECT_NE(q.status().message().find("rows 256..299"), std::string::npos) << q.status().message();
+  }
+}
+
+// The stored lm_head of a bf16 model and its requantized copy in a second load of the same folder
+// (f32 activations: no level relays it, so it is read as laid out here; the relaid form keeps the
+// values, RelaidWeightsGiveTheStoredWeightsBits and the end-to-end test show).
+TEST(Fp8LmHead, DeepseekV3HoldsItsLmHeadRequantized) {
+  ModelOptions fp8;
+  fp8.fp8_lm_head = true;
+  auto a = load_causal_lm("tests/data/models/tiny-v3", fp8);
+  auto b = load_causal_lm("tests/data/models/tiny-v3");
+  ASSERT_TRUE(a.ok() && b.ok()) << (a.ok() ? b.status().message() : a.status().message());
+  const LinearWeight& stored = static_cast<const DeepseekModel&>(**b).weights().lm_head;
+  const LinearWeight& q = static_cast<const DeepseekModel&>(**a).weights().lm_head;
+  ASSERT_EQ(stored.dtype, DType::BF16);
+  std::vector<float> values(size_t(stored.n_out * stored.n_in));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = bf16_to_f32(static_cast<const uint16_t*>(stored.data)[i]);
+  expect_requantized(q, values);
+}
+
+TEST(Fp8LmHead, DeepseekV4HoldsItsHeadRequantized) {
+  ModelOptions fp8;
+  fp8.fp8_lm_head = true;
+  auto a = load_causal_lm("tests/data/models/tiny-v4-fp8", fp8);
+  auto b = load_causal_lm("tests/data/models/tiny-v4-fp8");
+  ASSERT_TRUE(a.ok() && b.ok()) << (a.ok() ? b.status().message() : a.status().message());
+  const LinearWeight& stored = static_cast<const DeepseekV4Model&>(**b).weights().head;
+  const LinearWeight& q = static_cast<const DeepseekV4Model&>(**a).weights().head;
+  ASSERT_EQ(stored.dtype, DType::BF16);
+  std::vector<float> values(size_t(stored.n_out * stored.n_in));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = bf16_to_f32(static_cast<const uint16_t*>(stored.data)[i]);
+  expect_requantized(q, values);
+}
+
+}  // namespace
+}  // namespace deepinfer
