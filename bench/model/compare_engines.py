@@ -15,7 +15,9 @@ Formats (each needs the files named for the engines that run it; a missing file 
   fp4:  --di-fp4 DIR (FP4 experts, make_fp4_checkpoint.py), --ik-fp4 / --mainline-fp4 GGUF (the same codes)
 
 DeepInfer runs at the instruction-set level the CPU selects, or at each level given by --di-isa
-(DEEPINFER_CPU_ISA, e.g. `amx avx512bf16-fma`: the same machine with and without AMX tiles).
+(DEEPINFER_CPU_ISA, e.g. `amx avx512bf16-fma`: the same machine with and without AMX tiles), and
+with each lm_head of --di-lm-head (stored, or fp8: requantized at load, as llama-quantize
+quantizes the GGUF's output tensor).
 
 Measurements (tokens per second): prefill 512 and 2048; decode at batch 1 with 128 and 4096 cached
 tokens; batched decode at --batches with 128-token prompts, and --long-batches with 4096-token
@@ -107,9 +109,9 @@ def batched_bench(binary, model, npp, gen, batches, ctx):
     return res
 
 
-def model_bench(binary, model, act, batches, ctx, prompts, steps, isa=None, repeats=1):
+def model_bench(binary, model, act, batches, ctx, prompts, steps, isa=None, repeats=1, lm_head="stored"):
     """Decode tok/s per batch; prefill tok/s of the last of `repeats` runs per prompt length."""
-    cmd = [binary, "--model", model, "--kv", "bf16", "--activations", act, "--batches", *map(str, batches),
+    cmd = [binary, "--model", model, "--kv", "bf16", "--activations", act, "--lm-head", lm_head, "--batches", *map(str, batches),
            "--contexts", str(ctx), "--prompts", *map(str, prompts or [0]), "--steps", str(steps),
            "--prefill-formulations", "expanded", "--prefill-repeats", str(repeats)]
     out = run(cmd, env={"OMP_NUM_THREADS": "2", **({"DEEPINFER_CPU_ISA": isa} if isa else {})})
@@ -141,17 +143,16 @@ def jobs_for(args, fmt):
     jobs = []
     di = getattr(args, f"di_{fmt}")
     short = [b for b in args.batches if b <= 32]
-    for isa in (args.di_isa or [None]) if di and args.model_bench else []:
-        for act in args.activations:
-            parts = [("first", lambda act=act, isa=isa: model_bench(args.model_bench, di, act, [1] + args.batches, 128,
-                                                                   [512, 2048], args.steps, isa, args.prefill_repeats)),
-                     ("first", lambda act=act, isa=isa: model_bench(args.model_bench, di, act, [1] + args.long_batches,
-                                                                   4096, [], args.steps, isa))]
-            if act == args.activations[0]:  # the configuration repeated in later rounds
-                parts.append(("later", lambda act=act, isa=isa: model_bench(args.model_bench, di, act, [1] + short, 128,
-                                                                           [512, 2048], args.steps, isa,
-                                                                           args.prefill_repeats)))
-            jobs.append((f"DeepInfer {act} act." + (f" ({isa})" if isa else ""), parts))
+    runs = [(isa, act, head) for isa in (args.di_isa or [None]) for act in args.activations for head in args.di_lm_head]
+    for isa, act, head in runs if di and args.model_bench else []:
+        bench = lambda batches, ctx, prompts, repeats=1, act=act, isa=isa, head=head: model_bench(
+            args.model_bench, di, act, batches, ctx, prompts, args.steps, isa, repeats, head)
+        parts = [("first", lambda bench=bench: bench([1] + args.batches, 128, [512, 2048], args.prefill_repeats)),
+                 ("first", lambda bench=bench: bench([1] + args.long_batches, 4096, []))]
+        if act == args.activations[0]:  # the configuration repeated in later rounds
+            parts.append(("later", lambda bench=bench: bench([1] + short, 128, [512, 2048], args.prefill_repeats)))
+        jobs.append((f"DeepInfer {act} act." + ("" if head == "stored" else f", {head} lm_head") + (f" ({isa})" if isa else ""),
+                     parts))
     for name, prefix, depth_flag in (("llama.cpp", "mainline", "d"), ("ik_llama.cpp", "ik", "gp")):
         gguf = getattr(args, f"{prefix}_{fmt}")
         bindir = getattr(args, prefix)
@@ -182,6 +183,8 @@ def main():
     ap.add_argument("--formats", nargs="+", default=["bf16", "fp8", "fp4"])
     ap.add_argument("--activations", nargs="+", default=["bf16", "f32"])
     ap.add_argument("--di-isa", nargs="+", help="DeepInfer's instruction-set levels to run (DEEPINFER_CPU_ISA)")
+    ap.add_argument("--di-lm-head", nargs="+", default=["stored"], choices=["stored", "fp8"],
+                    help="DeepInfer's lm_head: as stored, and/or requantized to fp8 at load (model_bench --lm-head)")
     ap.add_argument("--batches", type=int, nargs="+", default=[8, 32, 64, 128, 256])
     ap.add_argument("--long-batches", type=int, nargs="+", default=[8, 32])
     ap.add_argument("--gen", type=int, default=8, help="decode steps per batched configuration")

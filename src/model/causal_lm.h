@@ -45,6 +45,7 @@ struct CausalLMInfo {
   size_t n_params = 0;               // parameters loaded
   size_t n_weight_bytes = 0;         // their bytes in stored precision
   DType activation_dtype = DType::F32;  // ModelOptions::activation_dtype as applied
+  bool lm_head_requantized = false;     // ModelOptions::fp8_lm_head applied (a stored lm_head made fp8)
   // What else a cached token's bytes depend on, beyond the checkpoint and the activation dtype
   // (e.g. "prompt rows expanded" for DeepSeek-V2/V3 under the provenance rule); empty: nothing.
   // Two processes exchange cached KV only where this and activation_dtype agree.

@@ -80,14 +80,14 @@ Result<LinearWeight> requantize_fp8(const LinearWeight& w, AlignedVector<uint8_t
   return q;
 }
 
-Status requantize_lm_head(LinearWeight& head, bool tied, const std::string& model_dir, const std::string& name,
-                          AlignedVector<uint8_t>& store) {
-  if (!requantizes_to_fp8(head)) return Status::Ok();
+Result<bool> requantize_lm_head(LinearWeight& head, bool tied, const std::string& model_dir, const std::string& name,
+                                AlignedVector<uint8_t>& store) {
+  if (!requantizes_to_fp8(head)) return false;
   Result<LinearWeight> q = requantize_fp8(head, store);
   if (!q.ok()) return Status::Error(model_dir + ": tensor '" + name + "' (the lm_head, asked in fp8) " + q.status().message());
   if (!tied) release_pages(head);
   head = *q;
-  return Status::Ok();
+  return true;
 }
 
 }  // namespace deepinfer

@@ -32,9 +32,10 @@ inline bool requantizes_to_fp8(const LinearWeight& w) {
 }
 
 // ModelOptions::fp8_lm_head for a model's lm_head: where requantizes_to_fp8, `head` becomes its
-// fp8 form in `store` and its stored pages are dropped (not when `tied`: the embedding reads them);
-// else (stored fp8 or FP4) it stays. Errors name the tensor `name` of the checkpoint in `model_dir`.
-Status requantize_lm_head(LinearWeight& head, bool tied, const std::string& model_dir, const std::string& name,
-                          AlignedVector<uint8_t>& store);
+// fp8 form in `store` and its stored pages are dropped (not when `tied`: the embedding reads them),
+// and the result is true; else (stored fp8 or FP4) it stays, false. Errors name the tensor `name`
+// of the checkpoint in `model_dir`.
+Result<bool> requantize_lm_head(LinearWeight& head, bool tied, const std::string& model_dir, const std::string& name,
+                                AlignedVector<uint8_t>& store);
 
 }  // namespace deepinfer

@@ -139,6 +139,8 @@ TEST(Fp8LmHead, DeepseekV3HoldsItsLmHeadRequantized) {
   const LinearWeight& stored = static_cast<const DeepseekModel&>(**b).weights().lm_head;
   const LinearWeight& q = static_cast<const DeepseekModel&>(**a).weights().lm_head;
   ASSERT_EQ(stored.dtype, DType::BF16);
+  EXPECT_TRUE((*a)->info().lm_head_requantized);
+  EXPECT_FALSE((*b)->info().lm_head_requantized);
   std::vector<float> values(size_t(stored.n_out * stored.n_in));
   for (size_t i = 0; i < values.size(); ++i) values[i] = bf16_to_f32(static_cast<const uint16_t*>(stored.data)[i]);
   expect_requantized(q, values);
@@ -153,6 +155,7 @@ TEST(Fp8LmHead, DeepseekV4HoldsItsHeadRequantized) {
   const LinearWeight& stored = static_cast<const DeepseekV4Model&>(**b).weights().head;
   const LinearWeight& q = static_cast<const DeepseekV4Model&>(**a).weights().head;
   ASSERT_EQ(stored.dtype, DType::BF16);
+  EXPECT_TRUE((*a)->info().lm_head_requantized);
   std::vector<float> values(size_t(stored.n_out * stored.n_in));
   for (size_t i = 0; i < values.size(); ++i) values[i] = bf16_to_f32(static_cast<const uint16_t*>(stored.data)[i]);
   expect_requantized(q, values);

@@ -73,13 +73,14 @@ def test_fp8_lm_head_is_the_checkpoint_that_stores_it_in_fp8(deepinfer_bin, tmp_
     lm_head quantized by the generator (tools/weight_formats.py: numpy, 128 x 128 blocks, scale
     amax / 448, nearest-even e4m3) and stored as fp8. So the engine's requantization at load gives
     the generator's codes and scales, and the weight then runs as any fp8 weight (with bf16
-    activations on AMX, relaid tile-major). Without the flag the outputs differ: the test sees
-    the lm_head's precision."""
+    activations on AMX, relaid tile-major). A stored fp8 lm_head ignores the flag. Without the flag
+    the outputs differ: the test sees the lm_head's precision."""
     fp8 = make(tmp_path / "fp8", "--dtype", "fp8", "--seed", "5")
     stored = make(tmp_path / "stored", "--dtype", "fp8", "--fp8-lm-head", "--seed", "5")
     act = ["--activation-dtype", activations]
     requantized = generate(deepinfer_bin, fp8, flags=act + ["--lm-head-dtype", "fp8"])
     assert requantized == generate(deepinfer_bin, stored, flags=act)
+    assert requantized == generate(deepinfer_bin, stored, flags=act + ["--lm-head-dtype", "fp8"])  # fp8 stays
     assert requantized["logprobs"] != generate(deepinfer_bin, fp8, flags=act)["logprobs"]
 
 

@@ -269,7 +269,7 @@ void DeepseekWeights::use_bf16_activations() {
   }
 }
 
-Status DeepseekWeights::requantize_lm_head_fp8(const std::string& model_dir) {
+Result<bool> DeepseekWeights::requantize_lm_head_fp8(const std::string& model_dir) {
   const bool tied = lm_head.data == embed.data;
   return requantize_lm_head(lm_head, tied, model_dir, tied ? "model.embed_tokens.weight" : "lm_head.weight",
                             requantized_lm_head_);

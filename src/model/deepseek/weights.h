@@ -103,8 +103,9 @@ struct DeepseekWeights {
   // ModelOptions::fp8_lm_head: the lm_head, where stored in bf16, f16 or f32, becomes fp8 with
   // 128 x 128 block scales (model/fp8_requantize.h) in memory of its own, and its stored pages are
   // dropped (kept when tied: the embedding reads them). Before use_bf16_activations and relay, which
-  // then treat it as any fp8 weight. An error names the tensor (a NaN or an infinity in it).
-  Status requantize_lm_head_fp8(const std::string& model_dir);
+  // then treat it as any fp8 weight. True where it was requantized; an error names the tensor (a NaN
+  // or an infinity in it).
+  Result<bool> requantize_lm_head_fp8(const std::string& model_dir);
 
   // Copies every linear weight that the backend reads faster in another layout into that layout
   // (Backend::relay_weight; after use_bf16_activations, which decides the layouts), and drops the

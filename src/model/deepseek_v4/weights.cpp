@@ -135,7 +135,7 @@ void DeepseekV4Weights::relay(Backend& backend) {
   for_each_projection([&](LinearWeight& w) { relay_into(backend, w, relaid_); });
 }
 
-Status DeepseekV4Weights::requantize_head_fp8(const std::string& model_dir) {
+Result<bool> DeepseekV4Weights::requantize_head_fp8(const std::string& model_dir) {
   const bool tied = head.data == embed.data;
   return requantize_lm_head(head, tied, model_dir, tied ? "embed.weight" : "head.weight", requantized_head_);
 }

@@ -76,9 +76,9 @@ struct DeepseekV4Weights {
                                                          const ExpertPlacement* placement = nullptr);
 
   // ModelOptions::fp8_lm_head: the head, where stored in bf16, f16 or f32, becomes fp8 with 128 x 128
-  // block scales (model/fp8_requantize.h). Before use_bf16_activations and relay. An error names
-  // the tensor (a NaN or an infinity in it).
-  Status requantize_head_fp8(const std::string& model_dir);
+  // block scales (model/fp8_requantize.h). Before use_bf16_activations and relay. True where it
+  // was requantized; an error names the tensor (a NaN or an infinity in it).
+  Result<bool> requantize_head_fp8(const std::string& model_dir);
 
   // Sets act_dtype BF16 on every linear weight that admits it (bf16, FP4, fp8 with blocks of a
   // multiple of 32 columns: admits_bf16_activations) of the main layers and the head

@@ -23,7 +23,10 @@ Result<std::unique_ptr<DeepseekV41Model>> DeepseekV41Model::Load(const std::stri
     placement = std::move(p);
   }
   DI_ASSIGN_OR_RETURN(auto weights, DeepseekV41Weights::Bind(ckpt, config, model_dir, placement ? &*placement : nullptr));
-  if (options.fp8_lm_head) DI_RETURN_IF_ERROR(weights->requantize_head_fp8(model_dir));
+  bool requantized = false;
+  if (options.fp8_lm_head) {
+    DI_ASSIGN_OR_RETURN(requantized, weights->requantize_head_fp8(model_dir));
+  }
   std::vector<int32_t> compressed;
   std::vector<EngramLayerHash> hashes;
   if (!config.engram_layer_ids.empty()) {
@@ -47,6 +50,7 @@ Result<std::unique_ptr<DeepseekV41Model>> DeepseekV41Model::Load(const std::stri
   auto model = std::unique_ptr<DeepseekV41Model>(
       new DeepseekV41Model(std::move(config), std::move(ckpt), std::move(weights), backend));
   model->compressed_ids_ = std::move(compressed);
+  model->info_.lm_head_requantized = requantized;
   model->engram_hashes_ = std::move(hashes);
   if (placement) {  // every layer is an MoE layer
     std::vector<int32_t> moe_layers(size_t(model->config_.num_hidden_layers));

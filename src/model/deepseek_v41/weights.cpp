@@ -141,7 +141,7 @@ Result<std::unique_ptr<DeepseekV41Weights>> DeepseekV41Weights::Bind(const Check
   return w;
 }
 
-Status DeepseekV41Weights::requantize_head_fp8(const std::string& model_dir) {
+Result<bool> DeepseekV41Weights::requantize_head_fp8(const std::string& model_dir) {
   const bool tied = head.data == embed.data;
   return requantize_lm_head(head, tied, model_dir, tied ? "embed.weight" : "head.weight", requantized_head_);
 }

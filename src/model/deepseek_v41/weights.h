@@ -93,8 +93,9 @@ struct DeepseekV41Weights {
                                                           const ExpertPlacement* placement = nullptr);
 
   // ModelOptions::fp8_lm_head: the head, where stored in bf16, f16 or f32, becomes fp8 with 128 x 128
-  // block scales (model/fp8_requantize.h). An error names the tensor (a NaN or an infinity in it).
-  Status requantize_head_fp8(const std::string& model_dir);
+  // block scales (model/fp8_requantize.h). True where it was requantized; an error names the
+  // tensor (a NaN or an infinity in it).
+  Result<bool> requantize_head_fp8(const std::string& model_dir);
 
  private:
   std::deque<std::vector<uint8_t>> owned_;
