@@ -98,8 +98,8 @@ struct ModelOptions {
   bool fp8_lm_head = false;
   // Let the backend relay the weights it reads faster in another layout (Backend::relay_weight:
   // fp8 codes tile-major where fp8 decode runs on AMX tiles), copied out of the checkpoint's
-  // mapping at load; the outputs are bitwise the same either way. DeepSeek-V2/V3 and V4 without
-  // expert parallelism (V4.1 runs f32 activations only, which never take the tiles).
+  // mapping at load; the outputs are bitwise the same either way. DeepSeek-V2/V3, V4 and V4.1
+  // without expert parallelism.
   bool relay_weights = true;
 };
 

@@ -2,7 +2,8 @@
 (tools/make_v41_checkpoint.py): FP8 32x32 linears with FP4 experts and FP8 Engram tables, widths
 where the published KV formats apply, other source / reuse / re-index patterns, hyper-connection
 widths, Engram orders and head counts, no Engram, no candidate blocks. Each loads and generates
-finite logprobs with both the f32 and the default cache, and prefill in chunks of 7 tokens
+finite logprobs with both the f32 and the default cache, and with bf16 activations (fp8 and FP4
+linears on AMX tiles where the CPU has them, relaid at load), and prefill in chunks of 7 tokens
 (cutting ratio-2 groups, the window and the n-grams anywhere) gives bitwise the same output as
 one chunk. No reference produced values for these shapes: the goldens check the math, these
 check that loading and the engine's paths hold for shapes the fixtures do not have."""
@@ -46,12 +47,13 @@ def test_generated_v41_variant_runs(deepinfer_bin, tmp_path, variant):
     subprocess.run(GENERATOR + [str(model), *VARIANTS[variant]], check=True, capture_output=True, timeout=300)
     config = json.loads((model / "config.json").read_text())
     assert config["architectures"] == ["DeepseekV41ForCausalLM"]
-    for dtype in ("f32", "bf16"):
-        whole = generate(deepinfer_bin, model, "--kv-cache-dtype", dtype)
+    for dtype, act in (("f32", "f32"), ("bf16", "f32"), ("bf16", "bf16")):
+        flags = ["--kv-cache-dtype", dtype, "--activation-dtype", act]
+        whole = generate(deepinfer_bin, model, *flags)
         assert len(whole["output_ids"]) == 8
         assert all(math.isfinite(lp) and lp <= 0 for lp in whole["logprobs"])
-        chunked = generate(deepinfer_bin, model, "--kv-cache-dtype", dtype, "--max-num-batched-tokens", "7")
-        assert chunked == whole, dtype
+        chunked = generate(deepinfer_bin, model, *flags, "--max-num-batched-tokens", "7")
+        assert chunked == whole, (dtype, act)
 
 
 def test_engram_table_size_must_match_the_tokenizer(deepinfer_bin, tmp_path):

@@ -11,7 +11,8 @@
 namespace deepinfer {
 Result<std::unique_ptr<DeepseekV41Model>> DeepseekV41Model::Load(const std::string& model_dir,
                                                                  const ModelOptions& options, Backend& backend) {
-  if (options.activation_dtype != DType::F32) return Status::Error("DeepSeek-V4.1 runs with f32 activations only");
+  if (options.activation_dtype != DType::F32 && options.activation_dtype != DType::BF16)
+    return Status::Error("activation dtype must be f32 or bf16");
   DI_ASSIGN_OR_RETURN(DeepseekV41Config config, DeepseekV41Config::Load(model_dir));
   DI_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::Open(model_dir));
   std::optional<ExpertPlacement> placement;
@@ -27,6 +28,8 @@ Result<std::unique_ptr<DeepseekV41Model>> DeepseekV41Model::Load(const std::stri
   if (options.fp8_lm_head) {
     DI_ASSIGN_OR_RETURN(requantized, weights->requantize_head_fp8(model_dir));
   }
+  if (options.activation_dtype == DType::BF16) weights->use_bf16_activations();
+  if (options.relay_weights && !placement) weights->relay(backend);
   std::vector<int32_t> compressed;
   std::vector<EngramLayerHash> hashes;
   if (!config.engram_layer_ids.empty()) {
@@ -51,6 +54,7 @@ Result<std::unique_ptr<DeepseekV41Model>> DeepseekV41Model::Load(const std::stri
       new DeepseekV41Model(std::move(config), std::move(ckpt), std::move(weights), backend));
   model->compressed_ids_ = std::move(compressed);
   model->info_.lm_head_requantized = requantized;
+  model->info_.activation_dtype = options.activation_dtype;
   model->engram_hashes_ = std::move(hashes);
   if (placement) {  // every layer is an MoE layer
     std::vector<int32_t> moe_layers(size_t(model->config_.num_hidden_layers));

@@ -46,6 +46,7 @@ class DeepseekV41Model final : public CausalLM {
   void forward(const ForwardBatch& batch, const KvCacheView& kv, float* logits) override;
 
   const DeepseekV41Config& config() const { return config_; }
+  const DeepseekV41Weights& weights() const { return *weights_; }
   // What loading set aside (vision tower, DSpark blocks): one line for the load log.
   const std::string& load_note() const { return load_note_; }
 

@@ -5,6 +5,7 @@
 #include "core/check.h"
 #include "model/deepseek_v4/layer_binder.h"
 #include "model/fp8_requantize.h"
+#include "model/weight_pages.h"
 
 namespace deepinfer {
 namespace {
@@ -144,6 +145,33 @@ Result<std::unique_ptr<DeepseekV41Weights>> DeepseekV41Weights::Bind(const Check
 Result<bool> DeepseekV41Weights::requantize_head_fp8(const std::string& model_dir) {
   const bool tied = head.data == embed.data;
   return requantize_lm_head(head, tied, model_dir, tied ? "embed.weight" : "head.weight", requantized_head_);
+}
+
+void DeepseekV41Weights::for_each_projection(const std::function<void(LinearWeight&)>& f) {
+  for (V41BlockWeights& B : layers) {
+    V41AttentionWeights& a = B.attn;
+    for (LinearWeight* w : {&a.wq_a, &a.wq_b, &a.wkv, &a.wo_b, &a.compressor.wkv, &a.compressor.wgate, &a.index_wk,
+                            &a.indexer.wq_b, &a.indexer.weights_proj})
+      f(*w);
+    for (LinearWeight& w : a.wo_a) f(w);
+    if (B.has_engram) f(B.engram.wkv);
+    const auto expert = [&](ExpertWeights& e) {
+      for (LinearWeight* w : {&e.w1, &e.w3, &e.w2}) f(*w);
+    };
+    for (ExpertWeights& e : B.experts) expert(e);
+    if (B.has_shared) expert(B.shared);
+  }
+  f(head);
+}
+
+void DeepseekV41Weights::use_bf16_activations() {
+  for_each_projection([](LinearWeight& w) {
+    if (w.data && admits_bf16_activations(w)) w.act_dtype = DType::BF16;
+  });
+}
+
+void DeepseekV41Weights::relay(Backend& backend) {
+  for_each_projection([&](LinearWeight& w) { relay_into(backend, w, relaid_, w.data == embed.data); });
 }
 
 }  // namespace deepinfer

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -92,6 +93,18 @@ struct DeepseekV41Weights {
                                                           const std::string& model_dir,
                                                           const ExpertPlacement* placement = nullptr);
 
+  // Sets act_dtype BF16 on every linear weight that admits it (bf16, FP4, fp8 with blocks of a
+  // multiple of 32 columns: admits_bf16_activations) that the layers and the head multiply through
+  // Backend::linear (ModelOptions::activation_dtype): attention projections, compressors, the
+  // indexer's projections, Engram's wkv, routed and shared experts, head. Not the embedding, the
+  // routers, the Engram tables or the f32 hyper-connection matrices.
+  void use_bf16_activations();
+
+  // As DeepseekV4Weights::relay: the weights the backend reads faster in another layout (fp8 and
+  // FP4 tile-major on AMX) copied into it, the stored pages dropped. After use_bf16_activations;
+  // not with expert parallelism.
+  void relay(Backend& backend);
+
   // ModelOptions::fp8_lm_head: the head, where stored in bf16, f16 or f32, becomes fp8 with 128 x 128
   // block scales (model/fp8_requantize.h). True where it was requantized; an error names the
   // tensor (a NaN or an infinity in it).
@@ -100,6 +113,9 @@ struct DeepseekV41Weights {
  private:
   std::deque<std::vector<uint8_t>> owned_;
   AlignedVector<uint8_t> requantized_head_;  // requantize_head_fp8's codes and scales
+  std::deque<AlignedVector<uint8_t>> relaid_;  // weights in the backend's layout (relay)
+  // f on every linear weight use_bf16_activations names.
+  void for_each_projection(const std::function<void(LinearWeight&)>& f);
 };
 
 }  // namespace deepinfer
