@@ -2,7 +2,7 @@
 // (model/fp8_requantize.h), checked against the format's definition rather than the encoder:
 // each block's scale is its largest magnitude over 448, and each code is a nearest e4m3 value
 // to weight / scale (no neighbouring code is closer), so the bound the header states holds. Then
-// the models' ModelOptions::fp8_lm_head: the lm_head (V3) and head (V4) are held that way.
+// the models' ModelOptions::fp8_lm_head: the lm_head (V3) and head (V4, V4.1) are held that way.
 #include "model/fp8_requantize.h"
 
 #include <gtest/gtest.h>
@@ -15,6 +15,7 @@
 #include "core/dtype.h"
 #include "model/deepseek/model.h"
 #include "model/deepseek_v4/model.h"
+#include "model/deepseek_v41/model.h"
 #include "model/loader.h"
 
 namespace deepinfer {
@@ -127,38 +128,37 @@ TEST(RequantizeFp8, NanOrInfinityIsAnErrorNamingTheRows) {
   }
 }
 
-// The stored lm_head of a bf16 model and its requantized copy in a second load of the same folder
-// (f32 activations: no level relays it, so it is read as laid out here; the relaid form keeps the
-// values, RelaidWeightsGiveTheStoredWeightsBits and the end-to-end test show).
-TEST(Fp8LmHead, DeepseekV3HoldsItsLmHeadRequantized) {
+// The stored lm_head of a bf16 model (`head` picks it) and its requantized copy in a second load
+// of the same folder (f32 activations: no level relays it, so it is read as laid out here; the
+// relaid form keeps the values, RelaidWeightsGiveTheStoredWeightsBits and the end-to-end test show).
+void expect_head_requantized(const std::string& fixture, const LinearWeight& (*head)(const CausalLM&)) {
   ModelOptions fp8;
   fp8.fp8_lm_head = true;
-  auto a = load_causal_lm("tests/data/models/tiny-v3", fp8);
-  auto b = load_causal_lm("tests/data/models/tiny-v3");
+  auto a = load_causal_lm(fixture, fp8);
+  auto b = load_causal_lm(fixture);
   ASSERT_TRUE(a.ok() && b.ok()) << (a.ok() ? b.status().message() : a.status().message());
-  const LinearWeight& stored = static_cast<const DeepseekModel&>(**b).weights().lm_head;
-  const LinearWeight& q = static_cast<const DeepseekModel&>(**a).weights().lm_head;
+  const LinearWeight& stored = head(**b);
   ASSERT_EQ(stored.dtype, DType::BF16);
   EXPECT_TRUE((*a)->info().lm_head_requantized);
   EXPECT_FALSE((*b)->info().lm_head_requantized);
   std::vector<float> values(size_t(stored.n_out * stored.n_in));
   for (size_t i = 0; i < values.size(); ++i) values[i] = bf16_to_f32(static_cast<const uint16_t*>(stored.data)[i]);
-  expect_requantized(q, values);
+  expect_requantized(head(**a), values);
 }
 
-TEST(Fp8LmHead, DeepseekV4HoldsItsHeadRequantized) {
-  ModelOptions fp8;
-  fp8.fp8_lm_head = true;
-  auto a = load_causal_lm("tests/data/models/tiny-v4-fp8", fp8);
-  auto b = load_causal_lm("tests/data/models/tiny-v4-fp8");
-  ASSERT_TRUE(a.ok() && b.ok()) << (a.ok() ? b.status().message() : a.status().message());
-  const LinearWeight& stored = static_cast<const DeepseekV4Model&>(**b).weights().head;
-  const LinearWeight& q = static_cast<const DeepseekV4Model&>(**a).weights().head;
-  ASSERT_EQ(stored.dtype, DType::BF16);
-  EXPECT_TRUE((*a)->info().lm_head_requantized);
-  std::vector<float> values(size_t(stored.n_out * stored.n_in));
-  for (size_t i = 0; i < values.size(); ++i) values[i] = bf16_to_f32(static_cast<const uint16_t*>(stored.data)[i]);
-  expect_requantized(q, values);
+TEST(Fp8LmHead, DeepseekV3HoldsItsLmHeadRequantized) {
+  expect_head_requantized("tests/data/models/tiny-v3", [](const CausalLM& m) -> const LinearWeight& {
+    return static_cast<const DeepseekModel&>(m).weights().lm_head;
+  });
+}
+
+TEST(Fp8LmHead, DeepseekV4AndV41HoldTheirHeadRequantized) {
+  expect_head_requantized("tests/data/models/tiny-v4-fp8", [](const CausalLM& m) -> const LinearWeight& {
+    return static_cast<const DeepseekV4Model&>(m).weights().head;
+  });
+  expect_head_requantized("tests/data/models/tiny-v41", [](const CausalLM& m) -> const LinearWeight& {
+    return static_cast<const DeepseekV41Model&>(m).weights().head;
+  });
 }
 
 }  // namespace
