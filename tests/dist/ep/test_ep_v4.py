@@ -34,6 +34,20 @@ def test_v4_generate_is_bitwise_the_single_process(deepinfer_bin, tmp_path, mode
             print(f"{model} {n} ranks {args[0]}: peak RSS per rank (kB) {peaks}")
 
 
+@pytest.mark.parametrize("model", ["tiny-v4-fp8", "tiny-v41"])
+def test_v4_bf16_activations_across_ranks_are_bitwise_the_single_process(deepinfer_bin, tmp_path, model):
+    """With --activation-dtype bf16 each rank's experts take bf16 inputs as one process's do (no
+    relay under expert parallelism: the single process relays, and relaid weights keep their bits)."""
+    path = MODELS / model
+    args = ["--prompts-file", prompts_file(tmp_path, PROMPTS), "--max-tokens", "8", "--activation-dtype", "bf16"]
+    single = generate([deepinfer_bin], path, *args)
+    assert single.returncode == 0, single.stderr
+    assert single.stdout.count("\n") == len(PROMPTS) and "bf16 activations" in single.stderr
+    ep = generate(mpirun(2) + [deepinfer_bin], path, *args, "--expert-parallel", "2")
+    assert ep.returncode == 0, ep.stderr
+    assert ep.stdout == single.stdout
+
+
 @pytest.mark.parametrize("model", ["tiny-v4", "tiny-v41"])
 @pytest.mark.parametrize("kv", ["bf16", "fp8"])
 def test_v4_chunked_prefill_and_prefix_cache_across_ranks(deepinfer_bin, tmp_path, model, kv):
