@@ -167,10 +167,10 @@ TEST(DeepseekV41Model, TinyV41QatMatchesTheReferenceWithThePublishedFormats) {
 // the head take bf16 inputs (the routers and the hyper-connections stay f32). Teacher-forced over
 // the golden cases with an f32 cache, printed below; measured on tiny-v41: of 48 steps 2 with
 // another greedy id, the golden token's |logprob - golden| median 0.021 and max 1.32 (2.86 over the
-// top 5). These random
-// weights route on near ties (8 experts, top-2, and the indexer's top-8 of few entries), so an input
-// rounded to bf16 can flip a discrete choice and move a step by O(1): the bounds are the measured
-// ones with room, to catch a wrong path (which moves every step) rather than to certify accuracy.
+// top 5). These random weights route on near ties (8 experts, top-2, and the indexer's top-8 of few
+// entries), so an input rounded to bf16 can flip a discrete choice and move a step by O(1): the
+// bounds are the measured ones with room, to catch a wrong path (which moves every step) rather
+// than to certify accuracy.
 TEST(DeepseekV41Model, TinyV41WithBf16ActivationsStaysNearTheReference) {
   ModelOptions bf16;
   bf16.activation_dtype = DType::BF16;

@@ -171,7 +171,7 @@ void DeepseekV41Weights::use_bf16_activations() {
 }
 
 void DeepseekV41Weights::relay(Backend& backend) {
-  for_each_projection([&](LinearWeight& w) { relay_into(backend, w, relaid_, w.data == embed.data); });
+  for_each_projection([&](LinearWeight& w) { relay_into(backend, w, relaid_); });
 }
 
 }  // namespace deepinfer
