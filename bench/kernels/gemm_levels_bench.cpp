@@ -193,7 +193,7 @@ __attribute__((target("avx512f"))) double fma_loop(int64_t iters) {
 }
 
 __attribute__((target("amx-tile,amx-bf16"))) double tdpbf16ps_loop(int64_t iters) {
-  static const cpu::amx::TileConfig cfg;
+  static const cpu::amx::TileConfig cfg(16);
   _tile_loadconfig(&cfg);
   alignas(64) static uint16_t ones[512];
   std::fill(std::begin(ones), std::end(ones), uint16_t(0x3c00));
@@ -330,7 +330,6 @@ void lowbit_section(const std::vector<Level>& levels, int reps, bool quick) {
     LowBitWeights fp8(DType::F8_E4M3, rotation(double(n_out * n_in)), n_out, n_in, 9);
     LowBitWeights fp4(DType::F4_E2M1, rotation(double(n_out * n_in) * 17 / 32), n_out, n_in, 13);
     fp8.relay_for(levels[0].isa);
-  fp4.relay_for(levels[0].isa);
     fp4.relay_for(levels[0].isa);
     const std::vector<Variant> vs = lowbit_variants(levels, bf16, fp8, fp4, double(n_out * n_in * 2));
     const std::vector<float> x = activations(n_in, 3);
@@ -351,7 +350,7 @@ void lowbit_section(const std::vector<Level>& levels, int reps, bool quick) {
   fp8.relay_for(levels[0].isa);
   fp4.relay_for(levels[0].isa);
   const std::vector<Variant> vs = lowbit_variants(levels, bf16, fp8, fp4, 0);
-  for (int64_t m : quick ? std::vector<int64_t>{64, 256} : std::vector<int64_t>{16, 64, 256, 512}) {
+  for (int64_t m : quick ? std::vector<int64_t>{8, 64, 256} : std::vector<int64_t>{8, 16, 64, 256, 512}) {
     const std::vector<float> x = activations(m * n_in, 5);
     std::vector<float> y(size_t(m * n_out));
     const int iters = int(std::max<int64_t>(3, 2048 / m));

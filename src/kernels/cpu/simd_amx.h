@@ -50,18 +50,26 @@ constexpr int kTile = 16;                    // outputs per weight tile, tokens 
 constexpr int64_t kChunk = kAmxChunk;        // k per TDPBF16PS
 constexpr int64_t kBlockElems = kAmxBlockElems;  // bf16 elements of one packed 16 x 32 block
 
-// Every tile 16 rows x 64 bytes: tmm0-3 accumulators, tmm4-5 weights, tmm6-7 activations.
+// Every tile 16 rows. Weight tiles (tmm4-5) are 64 bytes wide; accumulators (tmm0-3) and
+// activation tiles (tmm6-7) 4 * tokens bytes: all 16 token columns, or in a stream with fewer
+// tokens (stream_tile_major) only theirs, which each output's bits do not depend on.
 struct alignas(64) TileConfig {
   uint8_t palette = 1, start_row = 0;
   uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {64, 64, 64, 64, 64, 64, 64, 64};
-  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+  explicit TileConfig(int tokens) {
+    for (int i = 0; i < 8; ++i) {
+      colsb[i] = uint16_t(i == 4 || i == 5 ? 64 : 4 * tokens);
+      rows[i] = 16;
+    }
+  }
 };
 
 // Configures the calling thread's tiles for a block and releases them at its end.
 struct TileScope {
-  TileScope() {
-    static const TileConfig cfg;
+  explicit TileScope(int tokens = 16) {
+    const TileConfig cfg(tokens);
     _tile_loadconfig(&cfg);
   }
   ~TileScope() { _tile_release(); }
@@ -350,22 +358,30 @@ inline void group_pass(const WeightTilesAt& wa, int64_t kc, const uint16_t* pack
   }
 }
 
-// One token tile (tb) against tile t[a] of tile-major weight w[a], a < NA: each chunk's blocks
-// are converted into an L1 ring of two right before their tiles, so the weights stream from
-// memory in order and no panel round-trips through L2 (copying whole stored rows into L2 panels
-// kept fp8 decode at 7.5-9.4 GB/s). FP4 blocks are converted one chunk ahead, while the previous
-// chunk's tiles run (GEMV 4-15 % faster; fp8 gained nothing that way). The chunk order and the
-// arithmetic are group_pass's with one token tile (k_block, or k_block_scaled for fp8 (bs)), bit
-// for bit: the outputs in acc[0][a], or the scaled totals in tot[0][a].
+// The n <= 16 tokens of one token tile (tb) against tile t[a] of tile-major weight w[a], a < NA,
+// on tiles configured n tokens wide (TileScope(n)): each chunk's blocks are converted into an L1
+// ring of two right before their tiles, so the weights stream from memory in order and no panel
+// round-trips through L2 (copying whole stored rows into L2 panels kept fp8 decode at 7.5-9.4
+// GB/s). FP4 blocks are converted one chunk ahead, while the previous chunk's tiles run (GEMV
+// 4-15 % faster; fp8 gained nothing that way). The chunk order and the arithmetic are group_pass's
+// with one token tile (k_block, or k_block_scaled for fp8 (bs)), bit for bit. out[a] holds tile
+// a's outputs as [16 outputs, n tokens] (output i, token j at i * n + j).
 template <int NA>
 inline void stream_tile_major(const LinearWeight* const (&w)[2], const int64_t (&t)[2], int64_t kc, const uint16_t* tb,
-                              const BlockScales* bs, float (*acc)[2][kTile * kTile], float (*tot)[2][kTile * kTile]) {
+                              int n, const BlockScales* bs, float (&out)[2][kTile * kTile]) {
   alignas(64) uint16_t ring[2][2][kBlockElems];
+  alignas(64) float part[2][kTile * kTile];
   const Avx512Bf16::Fp8Lut lut;
-  const uint16_t* const tbs[2] = {tb, tb};
-  float (*const part[2])[kTile * kTile] = {acc[0], acc[0]};
-  float (*const total[2])[kTile * kTile] = {tot[0], tot[0]};
-  acc_zero<NA, 1>();
+  const int len = kTile * n;  // floats of an accumulator, a multiple of 16
+  const auto zero = [] {
+    _tile_zero(0);
+    if constexpr (NA > 1) _tile_zero(2);
+  };
+  const auto store = [n](float (&dst)[2][kTile * kTile]) {
+    _tile_stored(0, dst[0], 4 * n);
+    if constexpr (NA > 1) _tile_stored(2, dst[1], 4 * n);
+  };
+  zero();
   const bool ahead = w[0]->dtype == DType::F4_E2M1;
   if (ahead)
     for (int a = 0; a < NA; ++a) tile_block(lut, *w[a], kc, t[a], 0, ring[0][a]);
@@ -374,14 +390,35 @@ inline void stream_tile_major(const LinearWeight* const (&w)[2], const int64_t (
     const int64_t next = ahead ? c + 1 : c;
     if (next < kc)
       for (int a = 0; a < NA; ++a) tile_block(lut, *w[a], kc, t[a], next, ring[next & 1][a]);
-    chunk_step<NA, 1>(WeightTilesAt{{slot[0], slot[NA - 1]}, 0, 64}, tbs, c);
-    if (bs && ((c + 1) % bs->bc == 0 || c + 1 == kc)) {
-      acc_store<NA, 1>(part);
-      scale_into<NA, 1>(part, total, *bs, c / bs->bc);
-      acc_zero<NA, 1>();
+    _tile_loadd(4, slot[0], 64);
+    if constexpr (NA > 1) _tile_loadd(5, slot[1], 64);
+    _tile_loadd(6, tb + c * kBlockElems, 64);
+    _tile_dpbf16ps(0, 4, 6);
+    if constexpr (NA > 1) _tile_dpbf16ps(2, 5, 6);
+    if (bs && ((c + 1) % bs->bc == 0 || c + 1 == kc)) {  // scale_into's steps on the n columns
+      const int64_t blk = c / bs->bc;
+      store(part);
+      zero();
+      for (int a = 0; a < NA; ++a) {
+        const __m512 s = _mm512_set1_ps(bs->row[a][blk]);
+        for (int i = 0; i < len; i += 16) {
+          const __m512 prev = blk == 0 ? _mm512_setzero_ps() : _mm512_load_ps(out[a] + i);
+          _mm512_store_ps(out[a] + i, _mm512_fmadd_ps(_mm512_load_ps(part[a] + i), s, prev));
+        }
+      }
     }
   }
-  if (!bs) acc_store<NA, 1>(part);
+  if (!bs) store(out);
+}
+
+// Writes stream_tile_major's [16 outputs, n tokens] into y[j * ldy + i] (token j < n, output
+// i < n_out).
+inline void store_narrow(const float* acc, int n, int n_out, float* y, int64_t ldy) {
+  const __mmask16 mk = __mmask16((1u << n_out) - 1u);
+  if (n == 1) return _mm512_mask_storeu_ps(y, mk, _mm512_load_ps(acc));
+  const __m512i rows = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_epi32(n));
+  for (int j = 0; j < n; ++j)
+    _mm512_mask_storeu_ps(y + j * ldy, mk, _mm512_i32gather_ps(_mm512_add_epi32(rows, _mm512_set1_epi32(j)), acc, 4));
 }
 
 // Per-thread panel buffer of at least n elements, on a cache line.
@@ -422,9 +459,9 @@ inline __m512 exp16(__m512 x) {
   return _mm512_scalef_ps(p, n);
 }
 
-// gate[i] = silu(gate[i]) * up[i] = g / (1 + e^-g) * u, i < 256.
-inline void silu_mul(float* gate, const float* up) {
-  for (int i = 0; i < kTile * kTile; i += 16) {
+// gate[i] = silu(gate[i]) * up[i] = g / (1 + e^-g) * u, i < n (a multiple of 16).
+inline void silu_mul(float* gate, const float* up, int n = kTile * kTile) {
+  for (int i = 0; i < n; i += 16) {
     const __m512 g = _mm512_loadu_ps(gate + i);
     const __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), g));
     _mm512_storeu_ps(gate + i, _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), e)), _mm512_loadu_ps(up + i)));
@@ -478,7 +515,7 @@ inline void linear_block_packed(const uint16_t* packed, int64_t m, const LinearW
   const uint16_t* base = static_cast<const uint16_t*>(w.data);
   alignas(64) float acc[kMaxPassTiles][2][kTile * kTile];
   alignas(64) float tot[kMaxPassTiles][2][kTile * kTile];  // fp8 only
-  TileScope tiles;
+  TileScope tiles(tile_stream ? int(m) : kTile);
   for (int64_t tt0 = 0; tt0 < n_tt; tt0 += per_pass) {
     const int64_t tt1 = std::min(n_tt, tt0 + per_pass);
     for (int64_t i = 0; i < n_tiles; i += 2) {
@@ -489,11 +526,11 @@ inline void linear_block_packed(const uint16_t* packed, int64_t m, const LinearW
       if (tile_stream) {
         const LinearWeight* const ws[2] = {&w, &w};
         const int64_t ts[2] = {o0 / kTile, o0 / kTile + na - 1};
-        if (na == 2) stream_tile_major<2>(ws, ts, kc, packed, bs, acc, tot);
-        else stream_tile_major<1>(ws, ts, kc, packed, bs, acc, tot);
+        if (na == 2) stream_tile_major<2>(ws, ts, kc, packed, int(m), bs, acc[0]);
+        else stream_tile_major<1>(ws, ts, kc, packed, int(m), bs, acc[0]);
         for (int a = 0; a < na; ++a) {
           const int64_t o = o0 + a * kTile;
-          store_transposed((bs ? tot : acc)[0][a], int(m), int(std::min<int64_t>(kTile, o_end - o)), y + (o - o_begin), ldy);
+          store_narrow(acc[0][a], int(m), int(std::min<int64_t>(kTile, o_end - o)), y + (o - o_begin), ldy);
         }
         continue;
       }
@@ -544,7 +581,7 @@ inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearW
   const uint16_t *g_base = static_cast<const uint16_t*>(gate.data), *u_base = static_cast<const uint16_t*>(up.data);
   alignas(64) float acc[kMaxPassTiles][2][kTile * kTile];
   alignas(64) float tot[kMaxPassTiles][2][kTile * kTile];  // fp8 only
-  TileScope tiles;
+  TileScope tiles(tile_stream ? int(m) : kTile);
   for (int64_t tt0 = 0; tt0 < n_tt; tt0 += per_pass) {
     const int64_t tt1 = std::min(n_tt, tt0 + per_pass);
     for (int64_t i = 0; i < n_tiles; ++i) {
@@ -554,10 +591,9 @@ inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearW
       if (tile_stream) {
         const LinearWeight* const ws[2] = {&gate, &up};
         const int64_t ts[2] = {o / kTile, o / kTile};
-        stream_tile_major<2>(ws, ts, kc, packed, bs, acc, tot);
-        float (*const out)[kTile * kTile] = (bs ? tot : acc)[0];
-        silu_mul(out[0], out[1]);
-        store_transposed(out[0], int(m), int(std::min<int64_t>(kTile, o_end - o)), y + (o - o_begin), ldy);
+        stream_tile_major<2>(ws, ts, kc, packed, int(m), bs, acc[0]);
+        silu_mul(acc[0][0], acc[0][1], int(kTile * m));
+        store_narrow(acc[0][0], int(m), int(std::min<int64_t>(kTile, o_end - o)), y + (o - o_begin), ldy);
         continue;
       }
       WeightTilesAt wa = WeightTilesAt::panels(gate_panels + slot(i), up_panels + slot(i));
