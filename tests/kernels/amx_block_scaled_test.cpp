@@ -177,7 +177,9 @@ LinearWeight tile_major(const LinearWeight& w, AlignedVector<uint8_t>& buf) {
     for (int64_t b = 0; b < blocks; ++b)
       for (int64_t r = 0; r < 16; ++r) {
         const int64_t row = b / kc * 16 + r;
-        if (row < w.n_out) EXPECT_EQ(after[b * 16 + r], w.scale_e8m0[row * (w.n_in / 32) + b % kc]) << "row " << row;
+        if (row < w.n_out) {
+          EXPECT_EQ(after[b * 16 + r], w.scale_e8m0[row * (w.n_in / 32) + b % kc]) << "row " << row;
+        }
       }
   }
   return t;
