@@ -55,7 +55,9 @@ void expect_requantized(const LinearWeight& q, const std::vector<float>& w) {
       }
       ASSERT_LE(err, std::ldexp(std::fabs(x), -4) + std::ldexp(s, -10) + std::ldexp(std::fabs(x), -22))
           << "at " << r << ", " << c;
-      if (x != 0) ASSERT_EQ(std::signbit(got), std::signbit(x));
+      if (x != 0) {
+        ASSERT_EQ(std::signbit(got), std::signbit(x));
+      }
     }
 }
 
