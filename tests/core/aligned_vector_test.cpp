@@ -53,8 +53,7 @@ std::string vm_flags_at(uintptr_t a) {
     uintptr_t lo = 0, hi = 0;
     char dash = 0;
     std::istringstream head(line);
-    if (head >> std::hex >> lo >> dash >> hi && dash == '-' && line.find(' ') != std::string::npos &&
-        line.substr(0, line.find(' ')).find(':') == std::string::npos) {
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {  // a mapping's first line: "lo-hi perms ..."
       inside = lo <= a && a < hi;
     } else if (inside && line.rfind("VmFlags:", 0) == 0) {
       return line;

@@ -68,7 +68,7 @@ struct alignas(64) TileConfig {
 
 // Configures the calling thread's tiles for a block and releases them at its end.
 struct TileScope {
-  explicit TileScope(int tokens = 16) {
+  explicit TileScope(int tokens = kTile) {
     const TileConfig cfg(tokens);
     _tile_loadconfig(&cfg);
   }
@@ -196,7 +196,8 @@ inline void copy_panels(const LinearWeight& w, int64_t o_begin, int64_t o_end, u
 }
 
 // Accumulator tiles: tmm0 = (a 0, b 0), tmm1 = (0, 1), tmm2 = (1, 0), tmm3 = (1, 1), held in
-// memory as acc[b][a] between K blocks.
+// memory as acc[b][a] between K blocks, rows `stride` bytes apart (64: 16 token columns;
+// stream_tile_major's narrow tiles: 4 * n).
 template <int NA, int NB>
 inline void acc_load(float (*const (&acc)[2])[kTile * kTile]) {
   _tile_loadd(0, acc[0][0], 64);
@@ -205,11 +206,11 @@ inline void acc_load(float (*const (&acc)[2])[kTile * kTile]) {
   if constexpr (NA > 1 && NB > 1) _tile_loadd(3, acc[1][1], 64);
 }
 template <int NA, int NB>
-inline void acc_store(float (*const (&acc)[2])[kTile * kTile]) {
-  _tile_stored(0, acc[0][0], 64);
-  if constexpr (NB > 1) _tile_stored(1, acc[1][0], 64);
-  if constexpr (NA > 1) _tile_stored(2, acc[0][1], 64);
-  if constexpr (NA > 1 && NB > 1) _tile_stored(3, acc[1][1], 64);
+inline void acc_store(float (*const (&acc)[2])[kTile * kTile], int64_t stride = 64) {
+  _tile_stored(0, acc[0][0], stride);
+  if constexpr (NB > 1) _tile_stored(1, acc[1][0], stride);
+  if constexpr (NA > 1) _tile_stored(2, acc[0][1], stride);
+  if constexpr (NA > 1 && NB > 1) _tile_stored(3, acc[1][1], stride);
 }
 template <int NA, int NB>
 inline void acc_zero() {
@@ -285,17 +286,17 @@ struct BlockScales {
   int64_t bc;
 };
 
-// tot[b][a] = fma(part[b][a], scale of tile a's block blk, tot[b][a]) lane-wise, tot from zero at
-// blk 0.
+// tot[b][a] = fma(part[b][a], scale of tile a's block blk, tot[b][a]) lane-wise over the first
+// len floats, tot from zero at blk 0.
 template <int NA, int NB>
 inline void scale_into(float (*const (&part)[2])[kTile * kTile], float (*const (&tot)[2])[kTile * kTile],
-                       const BlockScales& bs, int64_t blk) {
+                       const BlockScales& bs, int64_t blk, int len = kTile * kTile) {
   for (int a = 0; a < NA; ++a) {
     const __m512 s = _mm512_set1_ps(bs.row[a][blk]);
     for (int b = 0; b < NB; ++b) {
       const float* p = part[b][a];
       float* t = tot[b][a];
-      for (int i = 0; i < kTile * kTile; i += 16) {
+      for (int i = 0; i < len; i += 16) {
         const __m512 prev = blk == 0 ? _mm512_setzero_ps() : _mm512_load_ps(t + i);
         _mm512_store_ps(t + i, _mm512_fmadd_ps(_mm512_load_ps(p + i), s, prev));
       }
@@ -370,18 +371,13 @@ template <int NA>
 inline void stream_tile_major(const LinearWeight* const (&w)[2], const int64_t (&t)[2], int64_t kc, const uint16_t* tb,
                               int n, const BlockScales* bs, float (&out)[2][kTile * kTile]) {
   alignas(64) uint16_t ring[2][2][kBlockElems];
-  alignas(64) float part[2][kTile * kTile];
+  alignas(64) float part_rows[2][kTile * kTile];
   const Avx512Bf16::Fp8Lut lut;
-  const int len = kTile * n;  // floats of an accumulator, a multiple of 16
-  const auto zero = [] {
-    _tile_zero(0);
-    if constexpr (NA > 1) _tile_zero(2);
-  };
-  const auto store = [n](float (&dst)[2][kTile * kTile]) {
-    _tile_stored(0, dst[0], 4 * n);
-    if constexpr (NA > 1) _tile_stored(2, dst[1], 4 * n);
-  };
-  zero();
+  const uint16_t* const tbs[2] = {tb, tb};
+  float (*const part[2])[kTile * kTile] = {part_rows, part_rows};
+  float (*const total[2])[kTile * kTile] = {out, out};
+  const int64_t stride = 4 * n;  // bytes per accumulator row: n tokens
+  acc_zero<NA, 1>();
   const bool ahead = w[0]->dtype == DType::F4_E2M1;
   if (ahead)
     for (int a = 0; a < NA; ++a) tile_block(lut, *w[a], kc, t[a], 0, ring[0][a]);
@@ -390,25 +386,14 @@ inline void stream_tile_major(const LinearWeight* const (&w)[2], const int64_t (
     const int64_t next = ahead ? c + 1 : c;
     if (next < kc)
       for (int a = 0; a < NA; ++a) tile_block(lut, *w[a], kc, t[a], next, ring[next & 1][a]);
-    _tile_loadd(4, slot[0], 64);
-    if constexpr (NA > 1) _tile_loadd(5, slot[1], 64);
-    _tile_loadd(6, tb + c * kBlockElems, 64);
-    _tile_dpbf16ps(0, 4, 6);
-    if constexpr (NA > 1) _tile_dpbf16ps(2, 5, 6);
-    if (bs && ((c + 1) % bs->bc == 0 || c + 1 == kc)) {  // scale_into's steps on the n columns
-      const int64_t blk = c / bs->bc;
-      store(part);
-      zero();
-      for (int a = 0; a < NA; ++a) {
-        const __m512 s = _mm512_set1_ps(bs->row[a][blk]);
-        for (int i = 0; i < len; i += 16) {
-          const __m512 prev = blk == 0 ? _mm512_setzero_ps() : _mm512_load_ps(out[a] + i);
-          _mm512_store_ps(out[a] + i, _mm512_fmadd_ps(_mm512_load_ps(part[a] + i), s, prev));
-        }
-      }
+    chunk_step<NA, 1>(WeightTilesAt{{slot[0], slot[NA - 1]}, 0, 64}, tbs, c);
+    if (bs && ((c + 1) % bs->bc == 0 || c + 1 == kc)) {
+      acc_store<NA, 1>(part, stride);
+      scale_into<NA, 1>(part, total, *bs, c / bs->bc, kTile * n);
+      acc_zero<NA, 1>();
     }
   }
-  if (!bs) store(out);
+  if (!bs) acc_store<NA, 1>(total, stride);
 }
 
 // Writes stream_tile_major's [16 outputs, n tokens] into y[j * ldy + i] (token j < n, output
