@@ -171,7 +171,7 @@ struct Options {
 int run(const Options& o) {
   ModelOptions options;
   options.activation_dtype = o.activations == "bf16" ? DType::BF16 : DType::F32;
-  options.fp8_lm_head = o.lm_head == "fp8";
+  if (o.lm_head != "stored") options.lm_head_dtype = o.lm_head == "int8" ? DType::I8_SM : DType::F8_E4M3;
   auto loaded = load_causal_lm(o.model_dir, options, cpu_backend());
   if (!loaded.ok()) {
     std::fprintf(stderr, "error: %s\n", loaded.status().message().c_str());
@@ -299,8 +299,8 @@ int main(int argc, char** argv) {
   app.add_option("--kv", o.kv, "KV cache dtype: bf16, fp8 or f32");
   app.add_option("--activations", o.activations, "Inputs of the bf16, fp8 and FP4 linear layers: f32 or bf16")
       ->check(CLI::IsMember({"f32", "bf16"}));
-  app.add_option("--lm-head", o.lm_head, "The lm_head as stored, or quantized to fp8 at load (--lm-head-dtype)")
-      ->check(CLI::IsMember({"stored", "fp8"}));
+  app.add_option("--lm-head", o.lm_head, "The lm_head as stored, or quantized to int8 or fp8 at load (--lm-head-dtype)")
+      ->check(CLI::IsMember({"stored", "int8", "fp8"}));
   app.add_option("--batches", o.batches, "Concurrent sequences per decode step")->delimiter(',');
   app.add_option("--contexts", o.contexts, "Cached tokens per sequence for decode")->delimiter(',');
   app.add_option("--prompts", o.prompts, "Prompt lengths for prefill (0: none)")->delimiter(',');

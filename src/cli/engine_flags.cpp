@@ -22,9 +22,10 @@ void EngineFlags::add_to(CLI::App& cmd) {
                  "(rounded; about twice the arithmetic rate on AVX-512 BF16 CPUs, accuracy in bench/RESULTS.md)")
       ->capture_default_str();
   cmd.add_option("--lm-head-dtype", lm_head_dtype,
-                 "The lm_head's precision: stored (as the checkpoint has it), or fp8 (e4m3 with 128x128 block scales, "
-                 "quantized at load from bf16, f16 or f32: half the bytes a decode step reads for it; accuracy in "
-                 "bench/RESULTS.md)")
+                 "The lm_head's precision: stored (as the checkpoint has it), or quantized at load from bf16, f16 or "
+                 "f32 to half the bytes a decode step reads for it: int8 (a scale per row and 128 columns, about as "
+                 "precise as Q8_0) or fp8 (e4m3 with 128x128 block scales, about 4x int8's error); accuracy in "
+                 "bench/RESULTS.md")
       ->capture_default_str();
   cmd.add_option("--prefill-attention", prefill_attention,
                  "DeepSeek-V2/V3: attention of prompt tokens, expanded (MLA expanded to per-head keys and values; "
@@ -77,9 +78,10 @@ Status EngineFlags::resolve() {
   if (activation_dtype != "f32" && activation_dtype != "bf16")
     return Status::Error("--activation-dtype: '" + activation_dtype + "' is not one of f32, bf16");
   model.activation_dtype = activation_dtype == "bf16" ? DType::BF16 : DType::F32;
-  if (lm_head_dtype != "stored" && lm_head_dtype != "fp8")
-    return Status::Error("--lm-head-dtype: '" + lm_head_dtype + "' is not one of stored, fp8");
-  model.fp8_lm_head = lm_head_dtype == "fp8";
+  if (lm_head_dtype == "fp8") model.lm_head_dtype = DType::F8_E4M3;
+  else if (lm_head_dtype == "int8") model.lm_head_dtype = DType::I8_SM;
+  else if (lm_head_dtype != "stored")
+    return Status::Error("--lm-head-dtype: '" + lm_head_dtype + "' is not one of stored, int8, fp8");
   if (prefill_attention != "expanded" && prefill_attention != "absorbed")
     return Status::Error("--prefill-attention: '" + prefill_attention + "' is not one of expanded, absorbed");
   model.prefill_attention =

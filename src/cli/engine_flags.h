@@ -16,7 +16,7 @@ struct EngineFlags {
   std::string kv_cache_dtype = "bf16";
   std::string activation_dtype = "f32";
   std::string prefill_attention = "expanded";  // model.prefill_attention
-  std::string lm_head_dtype = "stored";        // model.fp8_lm_head
+  std::string lm_head_dtype = "stored";        // model.lm_head_dtype
   bool no_prefix_caching = false;
   std::string speculative = "none";
   int expert_parallel = 1;            // ranks of the expert-parallel group (mpirun -np N); dist/ep/

@@ -1,5 +1,6 @@
 #include "core/dtype.h"
 
+#include <algorithm>
 #include <cmath>
 #include <array>
 
@@ -15,6 +16,7 @@ size_t dtype_size(DType t) {
     case DType::I64: return 8;
     case DType::F8_E8M0: return 1;
     case DType::F4_E2M1: return 1;
+    case DType::I8_SM: return 1;
   }
   return 0;
 }
@@ -29,6 +31,7 @@ std::string_view dtype_name(DType t) {
     case DType::I64: return "I64";
     case DType::F8_E8M0: return "F8_E8M0";
     case DType::F4_E2M1: return "F4_E2M1";
+    case DType::I8_SM: return "I8_SM";
   }
   return "?";
 }
@@ -51,6 +54,11 @@ float f16_to_f32(uint16_t h) {
   else if (exp == 31) v = mant ? NAN : INFINITY;
   else v = std::ldexp(float(mant | 0x400u), int(exp) - 25);
   return sign ? -v : v;
+}
+
+uint8_t f32_to_int8_sm(float f) {
+  const float m = std::min(127.0f, std::nearbyint(std::fabs(f)));  // the default rounding: ties to even
+  return m == 0.0f ? 0 : uint8_t((f < 0.0f ? 0x80 : 0) | int(m));
 }
 
 float ue8m0_to_f32(uint8_t e) { return e == 0xff ? NAN : std::ldexp(1.0f, int(e) - 127); }

@@ -5,6 +5,9 @@
 // tables, block scales); no kernel computes in them. F4_E2M1 is a weight layout, not a
 // checkpoint dtype (checkpoints store it as I8 [n, k / 2]): e2m1 nibbles packed two per byte, element
 // 2i in the low nibble of byte i, values kE2M1ToF32; dtype_size gives 1, the byte holding two.
+// I8_SM is a weight layout too (no checkpoint stores it, dtype_from_name never gives it): int8 in
+// sign and magnitude, bit 7 the sign and bits 0-6 an integer 0-127 (int8_sm_to_f32), the codes of
+// an lm_head requantized to int8 at load; like fp8 codes, its weights carry f32 block scales.
 #pragma once
 
 #include <array>
@@ -15,7 +18,7 @@
 
 namespace deepinfer {
 
-enum class DType : uint8_t { F32, F16, BF16, F8_E4M3, I8, I64, F8_E8M0, F4_E2M1 };
+enum class DType : uint8_t { F32, F16, BF16, F8_E4M3, I8, I64, F8_E8M0, F4_E2M1, I8_SM };
 
 size_t dtype_size(DType t);
 std::string_view dtype_name(DType t);              // safetensors spelling: "F32", "BF16", ...
@@ -56,5 +59,11 @@ inline float fp4_e2m1_at(const uint8_t* packed, int64_t j) {
 
 // Round to nearest even, saturating to +-448 (as torch's float8_e4m3fn cast of finite values).
 uint8_t f32_to_fp8_e4m3(float f);
+
+// The value of an I8_SM code: -(c & 0x7f) where bit 7 is set, else c.
+inline float int8_sm_to_f32(uint8_t c) { return c & 0x80 ? -float(c & 0x7f) : float(c); }
+// f rounded to the nearest integer (ties to even), saturating to +-127, as an I8_SM code (zero as
+// 0x00 whatever its sign).
+uint8_t f32_to_int8_sm(float f);
 
 }  // namespace deepinfer

@@ -17,27 +17,29 @@ namespace deepinfer {
 
 // A linear layer's weight W: [n_out, n_in], row-major, in stored precision; y = x W^T.
 struct LinearWeight {
-  DType dtype = DType::BF16;        // F32, F16, BF16, F8_E4M3 or F4_E2M1
+  DType dtype = DType::BF16;        // F32, F16, BF16, F8_E4M3, I8_SM or F4_E2M1
   const void* data = nullptr;       // [n_out, n_in], aligned to the element size; F4_E2M1: [n_out, n_in / 2] bytes
   int64_t n_out = 0;
   int64_t n_in = 0;
-  const float* scale_inv = nullptr;  // F8_E4M3 only: [ceil(n_out / block_rows), ceil(n_in / block_cols)]
+  // F8_E4M3 and I8_SM (byte codes, has_block_scales): [ceil(n_out / block_rows), ceil(n_in / block_cols)];
+  // W[i, j] = value(code[i, j]) * scale_inv[i / block_rows, j / block_cols].
+  const float* scale_inv = nullptr;
   int block_rows = 128;
   int block_cols = 128;
-  // F32, or BF16 (bf16 and FP4 weights, and fp8 weights whose block_cols is a multiple of 32; see
-  // admits_bf16_activations): linear, swiglu and moe round each input activation to bf16
+  // F32, or BF16 (bf16 and FP4 weights, and fp8 and int8 weights whose block_cols is a multiple of
+  // 32; see admits_bf16_activations): linear, swiglu and moe round each input activation to bf16
   // (nearest even) before its products with this weight; on CPUs with AVX-512 BF16 the products
-  // then run as bf16 dot products, twice the f32 FMA rate (fp8 weights: converted to bf16
+  // then run as bf16 dot products, twice the f32 FMA rate (fp8 and int8 weights: converted to bf16
   // exactly, each block's partial dot product scaled). Per element and per row, so batch
   // invariance holds.
   DType act_dtype = DType::F32;
   // F4_E2M1 only (n_in a multiple of 32): [n_out, n_in / 32] UE8M0 bytes, none 0xff;
   // W[i, j] = E2M1(nibble j of row i) * 2^(scale_e8m0[i, j / 32] - 127), exact in bf16 and f32.
   const uint8_t* scale_e8m0 = nullptr;
-  // F8_E4M3 and F4_E2M1: the weights stored tile-major instead of by rows (Backend::relay_weight;
+  // F8_E4M3, I8_SM and F4_E2M1: the weights stored tile-major instead of by rows (Backend::relay_weight;
   // only the CPU level whose packed blocks run on AMX tiles reads this layout). Block b = t * kc +
   // c (kc = ceil(n_in / 32)) holds the 16 x 32 weights of rows [16t, 16t + 16) and columns
-  // [32c, 32c + 32), row after row: fp8 512 code bytes at data + 512 b, zero past n_out and n_in
+  // [32c, 32c + 32), row after row: fp8 and int8 512 code bytes at data + 512 b, zero past n_out and n_in
   // (scale_inv: a copy of the stored scales, after the blocks); FP4 256 bytes of nibbles at
   // data + 256 b, the 16 rows' scale bytes at scale_e8m0 + 16 b (after the blocks), zero nibbles
   // past n_out. The same values as stored, so every output keeps its bits.
@@ -50,9 +52,12 @@ inline int64_t weight_row_bytes(const LinearWeight& w) {
 }
 // Bytes of w.data.
 inline size_t weight_data_bytes(const LinearWeight& w) { return size_t(w.n_out) * size_t(weight_row_bytes(w)); }
-// Bytes of w's scales: F8_E4M3's scale_inv floats, F4_E2M1's scale_e8m0 bytes; 0 for the rest.
+// Whether weights of dtype t are one code byte each with f32 block scales (scale_inv).
+constexpr bool has_block_scales(DType t) { return t == DType::F8_E4M3 || t == DType::I8_SM; }
+
+// Bytes of w's scales: F8_E4M3's and I8_SM's scale_inv floats, F4_E2M1's scale_e8m0 bytes; 0 for the rest.
 inline size_t weight_scale_bytes(const LinearWeight& w) {
-  if (w.dtype == DType::F8_E4M3)
+  if (has_block_scales(w.dtype))
     return size_t((w.n_out + w.block_rows - 1) / w.block_rows) * size_t((w.n_in + w.block_cols - 1) / w.block_cols) *
            sizeof(float);
   return w.dtype == DType::F4_E2M1 ? size_t(w.n_out) * size_t(w.n_in / 32) : 0;
@@ -60,7 +65,7 @@ inline size_t weight_scale_bytes(const LinearWeight& w) {
 
 // Whether `w` may take act_dtype BF16.
 inline bool admits_bf16_activations(const LinearWeight& w) {
-  return w.dtype == DType::BF16 || w.dtype == DType::F4_E2M1 || (w.dtype == DType::F8_E4M3 && w.block_cols % 32 == 0);
+  return w.dtype == DType::BF16 || w.dtype == DType::F4_E2M1 || (has_block_scales(w.dtype) && w.block_cols % 32 == 0);
 }
 
 struct LinearParams {

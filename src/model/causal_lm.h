@@ -21,6 +21,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,7 +46,7 @@ struct CausalLMInfo {
   size_t n_params = 0;               // parameters loaded
   size_t n_weight_bytes = 0;         // their bytes in stored precision
   DType activation_dtype = DType::F32;  // ModelOptions::activation_dtype as applied
-  bool lm_head_requantized = false;     // ModelOptions::fp8_lm_head applied (a stored lm_head made fp8)
+  std::optional<DType> lm_head_requantized;  // ModelOptions::lm_head_dtype, where applied to a stored lm_head
   // What else a cached token's bytes depend on, beyond the checkpoint and the activation dtype
   // (e.g. "prompt rows expanded" for DeepSeek-V2/V3 under the provenance rule); empty: nothing.
   // Two processes exchange cached KV only where this and activation_dtype agree.
@@ -88,14 +89,17 @@ struct ModelOptions {
   // With expert_group: the rows' dtype on the wire, F32 (outputs bitwise those of one process) or
   // BF16 (half the bytes; accuracy in bench/RESULTS.md).
   DType expert_wire_dtype = DType::F32;
-  // Hold the lm_head (DeepSeek-V2/V3's lm_head, V4's and V4.1's head) in fp8 e4m3 with 128 x 128 block
-  // scales, quantized at load (model/fp8_requantize.h), where the checkpoint stores it in bf16, f16
-  // or f32: one byte per weight instead of two. On a checkpoint whose other linears are small or
-  // fp8 the lm_head is much of what a batch-1 step reads (DeepSeek's fp8 checkpoints keep it in
-  // bf16). Each weight moves by at most 2^-4 of itself (or 2^-10 of its block's scale), so a logit
-  // by at most 2^-4 sum_j |h_j W_vj| plus that; measured agreement in bench/RESULTS.md. Off (the
-  // default): the lm_head as stored. A stored fp8 or FP4 lm_head stays as it is.
-  bool fp8_lm_head = false;
+  // Hold the lm_head (DeepSeek-V2/V3's lm_head, V4's and V4.1's head) requantized at load
+  // (model/fp8_requantize.h), where the checkpoint stores it in bf16, f16 or f32: one byte per weight
+  // instead of two. On a checkpoint whose other linears are small or fp8 the lm_head is much of what
+  // a batch-1 step reads (DeepSeek's fp8 checkpoints keep it in bf16).
+  //  - F8_E4M3, with 128 x 128 block scales: each weight moves by at most 2^-4 of itself (or 2^-10 of
+  //    its block's scale), so a logit by at most 2^-4 sum_j |h_j W_vj| plus that.
+  //  - I8_SM, int8 with a scale per row and 128 columns: each weight moves by at most half its
+  //    block's scale (amax / 127), about 4x less than fp8 in RMS (as ggml's Q8_0).
+  // Measured agreement in bench/RESULTS.md. None (the default): the lm_head as stored. A stored fp8
+  // or FP4 lm_head stays as it is.
+  std::optional<DType> lm_head_dtype;
   // Let the backend relay the weights it reads faster in another layout (Backend::relay_weight:
   // fp8 codes tile-major where fp8 decode runs on AMX tiles), copied out of the checkpoint's
   // mapping at load; the outputs are bitwise the same either way. DeepSeek-V2/V3, V4 and V4.1

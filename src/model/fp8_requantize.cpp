@@ -80,11 +80,61 @@ Result<LinearWeight> requantize_fp8(const LinearWeight& w, AlignedVector<uint8_t
   return q;
 }
 
-Result<bool> requantize_lm_head(LinearWeight& head, bool tied, const std::string& model_dir, const std::string& name,
-                                AlignedVector<uint8_t>& store) {
+Result<LinearWeight> requantize_int8(const LinearWeight& w, AlignedVector<uint8_t>& out) {
+  DI_CHECK_MSG(requantizes_to_fp8(w) && w.data != nullptr, "requantize_int8 takes stored bf16, f16 or f32 weights");
+  constexpr int64_t B = kInt8BlockCols;
+  const int64_t n_out = w.n_out, n_in = w.n_in, col_blocks = (n_in + B - 1) / B;
+  const size_t code_bytes = (size_t(n_out) * size_t(n_in) + 63) / 64 * 64;  // the scales start on a cache line
+  out.resize(code_bytes + size_t(n_out * col_blocks) * sizeof(float));
+  uint8_t* codes = out.data();
+  float* scales = reinterpret_cast<float*>(out.data() + code_bytes);
+  int64_t bad_row = n_out;  // the first row holding a NaN or an infinity
+#pragma omp parallel
+  {
+    std::vector<float> row(static_cast<size_t>(n_in));
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < n_out; ++r) {
+      row_f32(w, r, row.data());
+      for (int64_t cb = 0; cb < col_blocks; ++cb) {
+        const int64_t c0 = cb * B, c1 = std::min(n_in, c0 + B);
+        float amax = 0.0f;
+        bool finite = true;
+        for (int64_t j = c0; j < c1; ++j) {
+          const float a = std::fabs(row[size_t(j)]);
+          finite = finite && a <= std::numeric_limits<float>::max();  // false for NaN too
+          amax = std::max(amax, a);
+        }
+        if (!finite) {
+#pragma omp critical(requantize_int8_bad)
+          bad_row = std::min(bad_row, r);
+          break;
+        }
+        const float s = amax > 0.0f ? amax / 127.0f : 1.0f;
+        scales[r * col_blocks + cb] = s;
+        for (int64_t j = c0; j < c1; ++j) codes[r * n_in + j] = f32_to_int8_sm(row[size_t(j)] / s);
+      }
+    }
+  }
+  if (bad_row < n_out) return Status::Error("holds a NaN or an infinity in row " + std::to_string(bad_row) + ", which int8 cannot scale");
+  LinearWeight q = w;
+  q.dtype = DType::I8_SM;
+  q.data = codes;
+  q.scale_inv = scales;
+  q.block_rows = 1;
+  q.block_cols = int(B);
+  q.scale_e8m0 = nullptr;
+  return q;
+}
+
+Result<bool> requantize_lm_head(LinearWeight& head, DType to, bool tied, const std::string& model_dir,
+                                const std::string& name, AlignedVector<uint8_t>& store) {
+  DI_CHECK_MSG(to == DType::F8_E4M3 || to == DType::I8_SM, "an lm_head is requantized to fp8 or int8");
   if (!requantizes_to_fp8(head)) return false;
-  Result<LinearWeight> q = requantize_fp8(head, store);
-  if (!q.ok()) return Status::Error(model_dir + ": tensor '" + name + "' (the lm_head, asked in fp8) " + q.status().message());
+  const bool int8 = to == DType::I8_SM;
+  Result<LinearWeight> q = int8 ? requantize_int8(head, store) : requantize_fp8(head, store);
+  if (!q.ok())
+    return Status::Error(model_dir + ": tensor '" + name + "' (the lm_head, asked in " + (int8 ? "int8" : "fp8") + ") " +
+                         q.status().message());
   if (!tied) release_pages(head);
   head = *q;
   return true;

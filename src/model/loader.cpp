@@ -50,7 +50,9 @@ std::string describe_causal_lm(const CausalLM& model, int block_size) {
   std::snprintf(buf, sizeof buf, "%s: %.3fB parameters, %.2f GiB of weights, %d layers, vocab %d, context %d%s%s",
                 i.architecture.c_str(), double(i.n_params) / 1e9, double(i.n_weight_bytes) / (1u << 30), i.n_layers,
                 i.vocab_size, i.max_position_embeddings, i.activation_dtype == DType::BF16 ? ", bf16 activations" : "",
-                i.lm_head_requantized ? ", lm_head requantized to fp8" : "");
+                !i.lm_head_requantized                    ? ""
+                : *i.lm_head_requantized == DType::I8_SM ? ", lm_head requantized to int8"
+                                                          : ", lm_head requantized to fp8");
   std::string s = buf;
   std::string per_dtype;
   for (const DType t : {DType::BF16, DType::F8_E4M3, DType::F32}) {

@@ -2,12 +2,14 @@
 // activations on tiles (simd_amx.h, amx_weight_rows.h):
 //  - fp8: against a double reference of the dequantized weights (code * scale) on the
 //    bf16-rounded inputs within simd_amx.h's stated bound, for scale blocks 128 x 128, 32 x 32 and
-//    16 x 64, n_in not a multiple of 32 or of the block, n_out not a multiple of 16;
+//    16 x 64, n_in not a multiple of 32 or of the block, n_out not a multiple of 16; int8 (I8_SM,
+//    the requantized lm_head's codes) the same way, with a scale per row (blocks 1 x 128, 1 x 32),
+//    whose value the reference takes from the format's definition;
 //  - FP4: bitwise the same weights expanded to bf16 on the same level;
 //  - both: every batch size 1..300 gives each row the bits it gets alone, on one and two threads
 //    (linear, SwiGLU, MoE);
-//  - fp8 and FP4 relaid tile-major (cpu::relay_weight): the layout byte for byte, and bitwise the
-//    stored layout's outputs.
+//  - fp8, int8 and FP4 relaid tile-major (cpu::relay_weight): the layout byte for byte, and bitwise
+//    the stored layout's outputs.
 // Skipped where the CPU or OS offers no AMX.
 #include <gtest/gtest.h>
 
@@ -16,6 +18,7 @@
 #include <deque>
 #include <memory>
 #include <random>
+#include <span>
 #include <string>
 
 #include "kernel_test_util.h"
@@ -27,10 +30,11 @@ namespace {
 
 class AmxBlockScaled : public AmxLevelTest {};
 
-// An fp8 weight with [block_rows, block_cols] scale blocks and bf16 activations.
-std::unique_ptr<TestWeight> fp8_weight(int64_t n_out, int64_t n_in, int block_rows, int block_cols, uint32_t seed) {
-  auto tw = std::make_unique<TestWeight>(DType::F8_E4M3, n_out, n_in, seed, block_cols);
-  tw->w.block_rows = block_rows;
+// An fp8 (or, with `dtype` I8_SM, int8) weight with [block_rows, block_cols] scale blocks and bf16
+// activations.
+std::unique_ptr<TestWeight> fp8_weight(int64_t n_out, int64_t n_in, int block_rows, int block_cols, uint32_t seed,
+                                       DType dtype = DType::F8_E4M3) {
+  auto tw = std::make_unique<TestWeight>(dtype, n_out, n_in, seed, block_cols, block_rows);
   const int64_t sr = (n_out + block_rows - 1) / block_rows, sc = (n_in + block_cols - 1) / block_cols;
   tw->scales = random_floats(size_t(sr * sc), seed + 3, 1e-2f);
   for (float& s : tw->scales) s = std::fabs(s) + 1e-3f;
@@ -44,13 +48,16 @@ std::unique_ptr<TestWeight> fp8_weight(int64_t n_out, int64_t n_in, int block_ro
 struct Fp8Reference {
   double value = 0, bound = 0;
 };
+// An I8_SM code's value by the format's definition: bit 7 the sign, bits 0-6 the magnitude.
+double int8_sm_value(uint8_t c) { return (c & 0x80 ? -1.0 : 1.0) * double(c & 0x7f); }
+
 Fp8Reference fp8_reference(const LinearWeight& w, const std::vector<float>& x, int64_t o) {
   const uint8_t* row = static_cast<const uint8_t*>(w.data) + o * w.n_in;
   const int64_t n_cb = (w.n_in + w.block_cols - 1) / w.block_cols;
   double sum = 0, mag = 0;
   for (int64_t i = 0; i < w.n_in; ++i) {
-    const double p = double(x[size_t(i)]) * double(fp8_e4m3_to_f32(row[i])) *
-                     double(w.scale_inv[o / w.block_rows * n_cb + i / w.block_cols]);
+    const double code = w.dtype == DType::I8_SM ? int8_sm_value(row[i]) : double(fp8_e4m3_to_f32(row[i]));
+    const double p = double(x[size_t(i)]) * code * double(w.scale_inv[o / w.block_rows * n_cb + i / w.block_cols]);
     sum += p;
     mag += std::fabs(p);
   }
@@ -65,12 +72,28 @@ struct Fp8Shape {
   int block_rows, block_cols;
 };
 const Fp8Shape kFp8Shapes[] = {{37, 300, 128, 128}, {130, 1040, 32, 32}, {50, 272, 16, 64}, {5, 64, 16, 32}, {300, 7800, 128, 128}};
+// int8 with a scale per row: outputs not a multiple of 16 (the last tile's rows past n_out read no
+// scale), a block per chunk, one tile of 5 rows, and decode's long rows.
+const Fp8Shape kInt8Shapes[] = {{37, 300, 1, 128}, {130, 1040, 1, 32}, {5, 64, 1, 32}, {300, 7800, 1, 128}};
 
-TEST_F(AmxBlockScaled, Fp8LinearMatchesReferenceForEveryBatchSize) {
-  for (const Fp8Shape& s : kFp8Shapes) {
-    SCOPED_TRACE(std::to_string(s.n_out) + " x " + std::to_string(s.n_in) + ", blocks " + std::to_string(s.block_rows) +
-                 " x " + std::to_string(s.block_cols));
-    const auto tw = fp8_weight(s.n_out, s.n_in, s.block_rows, s.block_cols, 7);
+// Each weight dtype with block scales and its shapes.
+struct CodesCase {
+  DType dtype;
+  const Fp8Shape* shapes;
+  size_t n;
+};
+const CodesCase kCodesCases[] = {{DType::F8_E4M3, kFp8Shapes, std::size(kFp8Shapes)},
+                                 {DType::I8_SM, kInt8Shapes, std::size(kInt8Shapes)}};
+std::string shape_name(DType dtype, const Fp8Shape& s) {
+  return std::string(dtype_name(dtype)) + " " + std::to_string(s.n_out) + " x " + std::to_string(s.n_in) + ", blocks " +
+         std::to_string(s.block_rows) + " x " + std::to_string(s.block_cols);
+}
+
+TEST_F(AmxBlockScaled, Fp8AndInt8LinearMatchReferenceForEveryBatchSize) {
+  for (const CodesCase& k : kCodesCases)
+  for (const Fp8Shape& s : std::span(k.shapes, k.n)) {
+    SCOPED_TRACE(shape_name(k.dtype, s));
+    const auto tw = fp8_weight(s.n_out, s.n_in, s.block_rows, s.block_cols, 7, k.dtype);
     const int64_t ldx = s.n_in + 5;
     const std::vector<float> x = random_floats(size_t(kMaxRows * ldx), 11);
     std::vector<float> y(size_t(kMaxRows * s.n_out));
@@ -89,11 +112,13 @@ TEST_F(AmxBlockScaled, Fp8LinearMatchesReferenceForEveryBatchSize) {
   }
 }
 
-TEST_F(AmxBlockScaled, Fp8SwigluMatchesReferenceForEveryBatchSize) {
-  for (const Fp8Shape& s : {Fp8Shape{45, 300, 128, 128}, Fp8Shape{20, 544, 32, 32}}) {
-    SCOPED_TRACE(std::to_string(s.n_out) + " x " + std::to_string(s.n_in));
-    const auto gate = fp8_weight(s.n_out, s.n_in, s.block_rows, s.block_cols, 3);
-    const auto up = fp8_weight(s.n_out, s.n_in, s.block_rows, s.block_cols, 4);
+TEST_F(AmxBlockScaled, Fp8AndInt8SwigluMatchReferenceForEveryBatchSize) {
+  const std::pair<DType, Fp8Shape> cases[] = {{DType::F8_E4M3, {45, 300, 128, 128}}, {DType::F8_E4M3, {20, 544, 32, 32}},
+                                              {DType::I8_SM, {45, 300, 1, 128}}};
+  for (const auto& [dtype, s] : cases) {
+    SCOPED_TRACE(shape_name(dtype, s));
+    const auto gate = fp8_weight(s.n_out, s.n_in, s.block_rows, s.block_cols, 3, dtype);
+    const auto up = fp8_weight(s.n_out, s.n_in, s.block_rows, s.block_cols, 4, dtype);
     const std::vector<float> x = random_floats(size_t(kMaxRows * s.n_in), 5);
     std::vector<float> y(size_t(kMaxRows * s.n_out));
     cpu::swiglu({x.data(), s.n_in, kMaxRows, &gate->w, &up->w, y.data(), s.n_out});
@@ -153,7 +178,7 @@ LinearWeight tile_major(const LinearWeight& w, AlignedVector<uint8_t>& buf) {
   const LinearWeight t = cpu::relay_weight(w, buf.data());
   EXPECT_TRUE(t.tile_major);
   EXPECT_EQ(t.data, buf.data());
-  const bool fp8 = w.dtype == DType::F8_E4M3;
+  const bool fp8 = has_block_scales(w.dtype);  // byte codes, fp8 or int8
   const int64_t kc = (w.n_in + 31) / 32, blocks = (w.n_out + 15) / 16 * kc, row_bytes = fp8 ? w.n_in : w.n_in / 2;
   const int64_t chunk = fp8 ? 32 : 16, block = 16 * chunk;
   const uint8_t* stored = static_cast<const uint8_t*>(w.data);
@@ -188,12 +213,12 @@ LinearWeight tile_major(const LinearWeight& w, AlignedVector<uint8_t>& buf) {
 // Tile-major fp8 codes give every output the stored layout's bits: one token tile (streamed a
 // chunk at a time) and several (panels copied block by block), on one and two threads; linear
 // (every shape above), SwiGLU and MoE (experts and a shared expert relaid).
-TEST_F(AmxBlockScaled, Fp8TileMajorGivesTheStoredLayoutsBits) {
-  const std::vector<int64_t> batches = {1, 2, 15, 16, 17, 40};
-  for (const Fp8Shape& s : kFp8Shapes) {
-    SCOPED_TRACE(std::to_string(s.n_out) + " x " + std::to_string(s.n_in) + ", blocks " + std::to_string(s.block_rows) +
-                 " x " + std::to_string(s.block_cols));
-    const auto tw = fp8_weight(s.n_out, s.n_in, s.block_rows, s.block_cols, 7);
+TEST_F(AmxBlockScaled, Fp8AndInt8TileMajorGiveTheStoredLayoutsBits) {
+  const std::vector<int64_t> batches = {1, 2, 3, 15, 16, 17, 40};
+  for (const CodesCase& k : kCodesCases)
+  for (const Fp8Shape& s : std::span(k.shapes, k.n)) {
+    SCOPED_TRACE(shape_name(k.dtype, s));
+    const auto tw = fp8_weight(s.n_out, s.n_in, s.block_rows, s.block_cols, 7, k.dtype);
     AlignedVector<uint8_t> buf;
     const LinearWeight tm = tile_major(tw->w, buf);
     const int64_t ldx = s.n_in + 5;
@@ -209,10 +234,10 @@ TEST_F(AmxBlockScaled, Fp8TileMajorGivesTheStoredLayoutsBits) {
       }
     }
   }
-  {
-    SCOPED_TRACE("SwiGLU");
+  for (const auto& [dtype, block_rows] : {std::pair{DType::F8_E4M3, 128}, std::pair{DType::I8_SM, 1}}) {
+    SCOPED_TRACE(std::string("SwiGLU, ") + std::string(dtype_name(dtype)));
     const int64_t inter = 45, n_in = 300;
-    const auto gate = fp8_weight(inter, n_in, 128, 128, 3), up = fp8_weight(inter, n_in, 128, 128, 4);
+    const auto gate = fp8_weight(inter, n_in, block_rows, 128, 3, dtype), up = fp8_weight(inter, n_in, block_rows, 128, 4, dtype);
     AlignedVector<uint8_t> gb, ub;
     const LinearWeight g = tile_major(gate->w, gb), u = tile_major(up->w, ub);
     const std::vector<float> x = random_floats(size_t(batches.back() * n_in), 5);

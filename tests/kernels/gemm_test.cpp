@@ -49,9 +49,9 @@ TEST_P(Gemm, LinearMatchesReferenceAndIsBatchInvariant) {
 
 // SwiGLU against the double reference (inputs rounded to bf16 first when act is BF16), then
 // per-row batch invariance.
-void expect_swiglu_matches_reference(DType w_dtype, DType act, int block = 128) {
+void expect_swiglu_matches_reference(DType w_dtype, DType act, int block = 128, int block_rows = 0) {
   const int64_t inter = 45, n_in = 272, m = 13;
-  TestWeight gate(w_dtype, inter, n_in, 3, block), up(w_dtype, inter, n_in, 4, block);
+  TestWeight gate(w_dtype, inter, n_in, 3, block, block_rows), up(w_dtype, inter, n_in, 4, block, block_rows);
   gate.w.act_dtype = up.w.act_dtype = act;
   const std::vector<float> x = random_floats(size_t(m * n_in), 5);
   std::vector<float> y(size_t(m * inter));
@@ -116,10 +116,12 @@ TEST_P(Gemm, MlaAbsorbAndProjectMatchReferenceAndAreBatchInvariant) {
   });
 }
 
-// Weights that take bf16 activations: bf16, and fp8 with 128 x 128 or 32 x 32 scale blocks.
+// Weights that take bf16 activations: bf16, fp8 with 128 x 128 or 32 x 32 scale blocks, and int8
+// (I8_SM) with a scale per row and 128 columns (requantize_int8's layout).
 struct Bf16xWeight {
   DType dtype;
   int block;
+  int block_rows = 0;  // 0: block
 };
 using Bf16xCase = std::tuple<cpu::Isa, Bf16xWeight>;
 
@@ -131,6 +133,7 @@ class GemmBf16Activations : public ::testing::TestWithParam<Bf16xCase> {
   cpu::Isa isa() const { return std::get<0>(GetParam()); }
   DType dtype() const { return std::get<1>(GetParam()).dtype; }
   int block() const { return std::get<1>(GetParam()).block; }
+  int block_rows() const { return std::get<1>(GetParam()).block_rows; }
 };
 
 // Products of bf16-rounded inputs with bf16 weights (and with fp8 weights, converted to bf16
@@ -140,7 +143,7 @@ class GemmBf16Activations : public ::testing::TestWithParam<Bf16xCase> {
 TEST_P(GemmBf16Activations, LinearMatchesRoundedReferenceAndIsBatchInvariant) {
   IsaScope scope(isa());
   for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{37, 300}, {64, 256}, {130, 1040}}) {
-    TestWeight tw(dtype(), n_out, n_in, 7, block());
+    TestWeight tw(dtype(), n_out, n_in, 7, block(), block_rows());
     tw.w.act_dtype = DType::BF16;
     const int64_t m = 29, ldx = n_in + 3;
     const std::vector<float> x = random_floats(size_t(m * ldx), 11);
@@ -164,13 +167,13 @@ TEST_P(GemmBf16Activations, LinearMatchesRoundedReferenceAndIsBatchInvariant) {
 
 TEST_P(GemmBf16Activations, SwigluMatchesRoundedReferenceAndIsBatchInvariant) {
   IsaScope scope(isa());
-  expect_swiglu_matches_reference(dtype(), DType::BF16, block());
+  expect_swiglu_matches_reference(dtype(), DType::BF16, block(), block_rows());
 }
 
 // The rounding is real: the same weights with f32 inputs give different outputs.
 TEST_P(GemmBf16Activations, DiffersFromF32Activations) {
   IsaScope scope(isa());
-  TestWeight tw(dtype(), 16, 256, 7, block());
+  TestWeight tw(dtype(), 16, 256, 7, block(), block_rows());
   const std::vector<float> x = random_floats(256, 11);
   std::vector<float> y32(16), y16(16);
   cpu::linear({x.data(), 256, 1, &tw.w, y32.data(), 16});
@@ -197,12 +200,32 @@ TEST_P(GemmBf16Activations, Fp8CodesConvertExactly) {
   }
 }
 
+// Every int8 (I8_SM) code against a one-hot input comes out as its value, sign and magnitude
+// (bit 7 the sign, bits 0-6 the integer), with f32 and with bf16 activations; 0x80 is a zero.
+TEST_P(GemmBf16Activations, Int8CodesConvertExactly) {
+  if (dtype() != DType::I8_SM) GTEST_SKIP() << "int8 only";
+  IsaScope scope(isa());
+  TestWeight tw(DType::I8_SM, 1, 256, 7, block(), block_rows());
+  for (int c = 0; c < 256; ++c) tw.bytes[size_t(c)] = uint8_t(c);
+  std::fill(tw.scales.begin(), tw.scales.end(), 0.25f);
+  for (DType act : {DType::F32, DType::BF16}) {
+    tw.w.act_dtype = act;
+    for (int c = 0; c < 256; ++c) {
+      std::vector<float> x(256, 0.0f);
+      x[size_t(c)] = 1.0f;
+      float y = -1;
+      cpu::linear({x.data(), 256, 1, &tw.w, &y, 1});
+      EXPECT_EQ(y, (c & 0x80 ? -0.25f : 0.25f) * float(c & 0x7f)) << "code " << c << ", " << dtype_name(act) << " activations";
+    }
+  }
+}
+
 TEST(GemmBf16ActivationsDeathTest, NeedBf16OrFp8Weights) {
   TestWeight tw(DType::F16, 16, 256, 7);
   tw.w.act_dtype = DType::BF16;
   const std::vector<float> x = random_floats(256, 11);
   std::vector<float> y(16);
-  EXPECT_DEATH(cpu::linear({x.data(), 256, 1, &tw.w, y.data(), 16}), "bf16 activations need bf16 weights");
+  EXPECT_DEATH(cpu::linear({x.data(), 256, 1, &tw.w, y.data(), 16}), "bf16 activations need bf16 or FP4 weights");
   TestWeight fp8(DType::F8_E4M3, 16, 256, 7, 16);  // blocks of 16 columns: not a whole dot step
   fp8.w.act_dtype = DType::BF16;
   EXPECT_DEATH(cpu::linear({x.data(), 256, 1, &fp8.w, y.data(), 16}), "multiple of 32 columns");
@@ -212,17 +235,20 @@ INSTANTIATE_TEST_SUITE_P(IsasAndWeights, GemmBf16Activations,
                          ::testing::Combine(::testing::ValuesIn(kAllIsas),
                                             ::testing::Values(Bf16xWeight{DType::BF16, 128},
                                                               Bf16xWeight{DType::F8_E4M3, 128},
-                                                              Bf16xWeight{DType::F8_E4M3, 32})),
+                                                              Bf16xWeight{DType::F8_E4M3, 32},
+                                                              Bf16xWeight{DType::I8_SM, 128, 1})),
                          [](const auto& info) {
                            const Bf16xWeight w = std::get<1>(info.param);
                            return isa_test_name(std::get<0>(info.param)) + "_" +
                                   std::string(dtype_name(w.dtype)) +
-                                  (w.dtype == DType::F8_E4M3 ? "_block" + std::to_string(w.block) : "");
+                                  (has_block_scales(w.dtype) ? "_block" + std::to_string(w.block_rows ? w.block_rows : w.block) +
+                                                                   "x" + std::to_string(w.block)
+                                                             : "");
                          });
 
 INSTANTIATE_TEST_SUITE_P(IsasAndDtypes, Gemm,
                          ::testing::Combine(::testing::ValuesIn(kAllIsas),
-                                            ::testing::Values(DType::F32, DType::BF16, DType::F16, DType::F8_E4M3)),
+                                            ::testing::Values(DType::F32, DType::BF16, DType::F16, DType::F8_E4M3, DType::I8_SM)),
                          [](const auto& info) {
                            return isa_test_name(std::get<0>(info.param)) + "_" +
                                   std::string(dtype_name(std::get<1>(info.param)));

@@ -134,10 +134,11 @@ struct TestWeight {
   std::vector<uint8_t> bytes;
   std::vector<float> scales;
 
-  // fp8: `block` x `block` scale blocks.
-  TestWeight(DType dtype, int64_t n_out, int64_t n_in, uint32_t seed, int block = 128) {
+  // fp8 and int8 (I8_SM): `block_rows` (by default `block`) x `block` scale blocks.
+  TestWeight(DType dtype, int64_t n_out, int64_t n_in, uint32_t seed, int block = 128, int block_rows = 0) {
     w.dtype = dtype;
-    w.block_rows = w.block_cols = block;
+    w.block_cols = block;
+    w.block_rows = block_rows > 0 ? block_rows : block;
     w.n_out = n_out;
     w.n_in = n_in;
     const std::vector<float> vals = random_floats(size_t(n_out * n_in), seed, 1.0f / std::sqrt(float(n_in)));
@@ -158,12 +159,13 @@ struct TestWeight {
           bytes[i] = b;
           break;
         }
+        case DType::I8_SM: bytes[i] = uint8_t(rng()); break;  // every byte is a code (0x80: -0)
         default:
           ADD_FAILURE() << "not a weight dtype of the kernels: " << dtype_name(dtype);
       }
     }
     w.data = bytes.data();
-    if (dtype == DType::F8_E4M3) {
+    if (has_block_scales(dtype)) {
       const int64_t sr = (n_out + w.block_rows - 1) / w.block_rows, sc = (n_in + w.block_cols - 1) / w.block_cols;
       scales = random_floats(size_t(sr * sc), seed + 2, 1e-3f);
       for (float& s : scales) s = std::fabs(s) + 1e-4f;

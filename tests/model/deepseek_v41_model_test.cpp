@@ -192,23 +192,27 @@ TEST(DeepseekV41Model, TinyV41WithBf16ActivationsStaysNearTheReference) {
   EXPECT_LT(median, 0.05);
 }
 
-// Relaid weights give the bits of the weights as stored: the head requantized to fp8
-// (fp8_lm_head), which the amx level relays tile-major under bf16 activations, with and without
+// Relaid weights give the bits of the weights as stored: the head requantized to fp8 or int8
+// (lm_head_dtype), which the amx level relays tile-major under bf16 activations, with and without
 // the relay, over a 70-token prompt in chunks of 5 (prefill rows and single rows). Skipped where
 // the level relays nothing.
 TEST(DeepseekV41Model, RelaidWeightsGiveTheStoredWeightsBits) {
-  ModelOptions with, without;
-  with.activation_dtype = without.activation_dtype = DType::BF16;
-  with.fp8_lm_head = without.fp8_lm_head = true;
-  without.relay_weights = false;
-  auto a = load("tiny-v41", with);
-  auto b = load("tiny-v41", without);
-  ASSERT_TRUE(a && b);
-  EXPECT_FALSE(b->weights().head.tile_major);
-  if (!a->weights().head.tile_major) GTEST_SKIP() << "this CPU level keeps fp8 weights as stored";
-  std::vector<int32_t> ids;
-  for (int i = 0; i < 70; ++i) ids.push_back(int32_t((i * 37 + 11) % 1000 + 3));
-  EXPECT_EQ(run(*a, ids, DType::BF16, 16, 5), run(*b, ids, DType::BF16, 16, 5));
+  for (DType head : {DType::F8_E4M3, DType::I8_SM}) {
+    SCOPED_TRACE(std::string(dtype_name(head)));
+    ModelOptions with, without;
+    with.activation_dtype = without.activation_dtype = DType::BF16;
+    with.lm_head_dtype = without.lm_head_dtype = head;
+    without.relay_weights = false;
+    auto a = load("tiny-v41", with);
+    auto b = load("tiny-v41", without);
+    ASSERT_TRUE(a && b);
+    EXPECT_EQ(a->weights().head.dtype, head);
+    EXPECT_FALSE(b->weights().head.tile_major);
+    if (!a->weights().head.tile_major) GTEST_SKIP() << "this CPU level keeps fp8 and int8 weights as stored";
+    std::vector<int32_t> ids;
+    for (int i = 0; i < 70; ++i) ids.push_back(int32_t((i * 37 + 11) % 1000 + 3));
+    EXPECT_EQ(run(*a, ids, DType::BF16, 16, 5), run(*b, ids, DType::BF16, 16, 5));
+  }
 }
 
 TEST(DeepseekV41Model, ChunkedPrefillIsBitwiseTheSame) {

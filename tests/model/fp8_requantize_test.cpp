@@ -1,8 +1,9 @@
 // Requantizing a bf16, f16 or f32 weight to fp8 e4m3 with 128 x 128 block scales
 // (model/fp8_requantize.h), checked against the format's definition rather than the encoder:
 // each block's scale is its largest magnitude over 448, and each code is a nearest e4m3 value
-// to weight / scale (no neighbouring code is closer), so the bound the header states holds. Then
-// the models' ModelOptions::fp8_lm_head: the lm_head (V3) and head (V4, V4.1) are held that way.
+// to weight / scale (no neighbouring code is closer), so the bound the header states holds; the
+// same for int8 (I8_SM) with a scale per row and 128 columns. Then the models'
+// ModelOptions::lm_head_dtype: the lm_head (V3) and head (V4, V4.1) are held that way.
 #include "model/fp8_requantize.h"
 
 #include <gtest/gtest.h>
@@ -61,6 +62,38 @@ void expect_requantized(const LinearWeight& q, const std::vector<float>& w) {
     }
 }
 
+// As expect_requantized for requantize_int8: per row and 128 columns, the scale is the block's
+// largest |w| / 127 (1 for zeros), each code the nearest integer to w / scale (within 1/2, up to the
+// f32 quotient's rounding), at most 127 in magnitude, zero as 0x00, with the weight's sign.
+void expect_int8_requantized(const LinearWeight& q, const std::vector<float>& w) {
+  constexpr int64_t C = kInt8BlockCols;
+  ASSERT_EQ(q.dtype, DType::I8_SM);
+  ASSERT_EQ(q.block_rows, 1);
+  ASSERT_EQ(q.block_cols, C);
+  const int64_t n_cb = (q.n_in + C - 1) / C;
+  ASSERT_EQ(weight_scale_bytes(q), size_t(q.n_out * n_cb) * sizeof(float));
+  const uint8_t* codes = static_cast<const uint8_t*>(q.data);
+  for (int64_t r = 0; r < q.n_out; ++r)
+    for (int64_t b = 0; b < n_cb; ++b) {
+      float amax = 0.0f;
+      for (int64_t c = b * C; c < std::min(q.n_in, (b + 1) * C); ++c) amax = std::max(amax, std::fabs(w[size_t(r * q.n_in + c)]));
+      const float s = q.scale_inv[r * n_cb + b];
+      ASSERT_EQ(s, amax > 0 ? amax / 127.0f : 1.0f) << "row " << r << ", block " << b;
+      for (int64_t c = b * C; c < std::min(q.n_in, (b + 1) * C); ++c) {
+        const double x = w[size_t(r * q.n_in + c)];
+        const uint8_t code = codes[r * q.n_in + c];
+        ASSERT_LE(code & 0x7f, 127);
+        if ((code & 0x7f) == 0) {
+          ASSERT_EQ(code, 0) << "zero with a sign at " << r << ", " << c;
+        } else {
+          ASSERT_EQ(code >> 7, x < 0 ? 1 : 0) << "at " << r << ", " << c;
+        }
+        const double got = double(int8_sm_to_f32(code)) * s;
+        ASSERT_LE(std::fabs(got - x), 0.5 * s + std::ldexp(std::fabs(x), -22)) << "at " << r << ", " << c << ": " << x;
+      }
+    }
+}
+
 // Rows whose magnitudes span 2^-20 .. 2^4 (so blocks hold values deep in the subnormal codes of
 // their scale), a block of zeros, and partial edge blocks (200 x 300).
 std::vector<float> test_values(int64_t n_out, int64_t n_in) {
@@ -73,42 +106,89 @@ std::vector<float> test_values(int64_t n_out, int64_t n_in) {
   return w;
 }
 
-TEST(RequantizeFp8, Bf16F16AndF32SourcesGiveNearestCodesPerBlockScale) {
-  const int64_t n_out = 200, n_in = 300;
-  std::vector<float> w = test_values(n_out, n_in);
-  std::vector<uint16_t> bf16(w.size());
-  for (size_t i = 0; i < w.size(); ++i) bf16[i] = f32_to_bf16(w[i]);
-  std::vector<float> bf16_values(w.size());
-  for (size_t i = 0; i < w.size(); ++i) bf16_values[i] = bf16_to_f32(bf16[i]);
+// The values w as bf16 (nearest) and as f16 (each value's f16 neighbour at or above it, below
+// 65504), and what each holds.
+struct Sources {
+  std::vector<uint16_t> bf16, f16;
+  std::vector<float> bf16_values, f16_values;
+};
+Sources sources_of(const std::vector<float>& w) {
+  Sources k;
+  k.bf16.resize(w.size());
+  k.bf16_values.resize(w.size());
+  for (size_t i = 0; i < w.size(); ++i) k.bf16_values[i] = bf16_to_f32(k.bf16[i] = f32_to_bf16(w[i]));
   std::vector<float> f16_table(0x7c00);  // the finite positive f16 values, ascending
   for (uint16_t b = 0; b < 0x7c00; ++b) f16_table[b] = f16_to_f32(b);
-  std::vector<uint16_t> f16(w.size());  // each value's f16 neighbour at or above it (below 65504)
-  std::vector<float> f16_values(w.size());
+  k.f16.resize(w.size());
+  k.f16_values.resize(w.size());
   for (size_t i = 0; i < w.size(); ++i) {
     const auto at = std::lower_bound(f16_table.begin(), f16_table.end(), std::fabs(w[i]));
-    f16[i] = uint16_t(std::min<ptrdiff_t>(at - f16_table.begin(), 0x7bff) | (std::signbit(w[i]) ? 0x8000 : 0));
-    f16_values[i] = f16_to_f32(f16[i]);
+    k.f16[i] = uint16_t(std::min<ptrdiff_t>(at - f16_table.begin(), 0x7bff) | (std::signbit(w[i]) ? 0x8000 : 0));
+    k.f16_values[i] = f16_to_f32(k.f16[i]);
   }
+  return k;
+}
+
+// requantize (requantize_fp8 or requantize_int8) of w [n_out, n_in] stored as bf16, f16 and f32,
+// each checked by `expect` against the values it stores.
+template <class Requantize, class Expect>
+void for_each_source(const std::vector<float>& w, int64_t n_out, int64_t n_in, Requantize requantize, Expect expect) {
+  const Sources k = sources_of(w);
   struct Case {
     DType dtype;
     const void* data;
     const std::vector<float>* values;
-  } cases[] = {{DType::BF16, bf16.data(), &bf16_values}, {DType::F16, f16.data(), &f16_values}, {DType::F32, w.data(), &w}};
-  for (const Case& k : cases) {
-    SCOPED_TRACE(std::string(dtype_name(k.dtype)));
+  } cases[] = {{DType::BF16, k.bf16.data(), &k.bf16_values}, {DType::F16, k.f16.data(), &k.f16_values}, {DType::F32, w.data(), &w}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(dtype_name(c.dtype)));
     LinearWeight src;
-    src.dtype = k.dtype;
-    src.data = k.data;
+    src.dtype = c.dtype;
+    src.data = c.data;
     src.n_out = n_out;
     src.n_in = n_in;
     src.act_dtype = DType::BF16;
     AlignedVector<uint8_t> store;
-    Result<LinearWeight> q = requantize_fp8(src, store);
+    Result<LinearWeight> q = requantize(src, store);
     ASSERT_TRUE(q.ok()) << q.status().message();
     EXPECT_EQ(q->act_dtype, DType::BF16);
     EXPECT_FALSE(q->tile_major);
-    EXPECT_EQ(weight_scale_bytes(*q), size_t(2 * 3 * 4));
-    expect_requantized(*q, *k.values);
+    expect(*q, *c.values);
+  }
+}
+
+TEST(RequantizeFp8, Bf16F16AndF32SourcesGiveNearestCodesPerBlockScale) {
+  const int64_t n_out = 200, n_in = 300;
+  for_each_source(test_values(n_out, n_in), n_out, n_in, requantize_fp8, [](const LinearWeight& q, const std::vector<float>& v) {
+    EXPECT_EQ(weight_scale_bytes(q), size_t(2 * 3 * 4));
+    expect_requantized(q, v);
+  });
+}
+
+TEST(RequantizeInt8, Bf16F16AndF32SourcesGiveNearestCodesPerRowBlockScale) {
+  const int64_t n_out = 70, n_in = 300;  // a partial last column block
+  std::vector<float> w = test_values(n_out, n_in);
+  w[size_t(3 * n_in + 200)] = -1e-30f;  // rounds to a zero code in its block, stored as 0x00
+  for_each_source(w, n_out, n_in, requantize_int8, [](const LinearWeight& q, const std::vector<float>& v) {
+    EXPECT_TRUE(admits_bf16_activations(q));
+    expect_int8_requantized(q, v);
+  });
+}
+
+TEST(RequantizeInt8, NanOrInfinityIsAnErrorNamingTheRow) {
+  const int64_t n_out = 40, n_in = 256;
+  for (float bad : {-INFINITY, NAN}) {
+    std::vector<float> w(size_t(n_out * n_in), 0.25f);
+    w[size_t(37 * n_in + 200)] = bad;
+    w[size_t(21 * n_in + 3)] = 3e38f;  // finite: fine
+    LinearWeight src;
+    src.dtype = DType::F32;
+    src.data = w.data();
+    src.n_out = n_out;
+    src.n_in = n_in;
+    AlignedVector<uint8_t> store;
+    Result<LinearWeight> q = requantize_int8(src, store);
+    ASSERT_FALSE(q.ok()) << bad;
+    EXPECT_NE(q.status().message().find("row 37,"), std::string::npos) << q.status().message();
   }
 }
 
@@ -134,18 +214,23 @@ TEST(RequantizeFp8, NanOrInfinityIsAnErrorNamingTheRows) {
 // of the same folder (f32 activations: no level relays it, so it is read as laid out here; the
 // relaid form keeps the values, RelaidWeightsGiveTheStoredWeightsBits and the end-to-end test show).
 void expect_head_requantized(const std::string& fixture, const LinearWeight& (*head)(const CausalLM&)) {
-  ModelOptions fp8;
-  fp8.fp8_lm_head = true;
-  auto a = load_causal_lm(fixture, fp8);
   auto b = load_causal_lm(fixture);
-  ASSERT_TRUE(a.ok() && b.ok()) << (a.ok() ? b.status().message() : a.status().message());
+  ASSERT_TRUE(b.ok()) << b.status().message();
   const LinearWeight& stored = head(**b);
   ASSERT_EQ(stored.dtype, DType::BF16);
-  EXPECT_TRUE((*a)->info().lm_head_requantized);
   EXPECT_FALSE((*b)->info().lm_head_requantized);
   std::vector<float> values(size_t(stored.n_out * stored.n_in));
   for (size_t i = 0; i < values.size(); ++i) values[i] = bf16_to_f32(static_cast<const uint16_t*>(stored.data)[i]);
-  expect_requantized(head(**a), values);
+  for (DType to : {DType::F8_E4M3, DType::I8_SM}) {
+    SCOPED_TRACE(std::string(dtype_name(to)));
+    ModelOptions options;
+    options.lm_head_dtype = to;
+    auto a = load_causal_lm(fixture, options);
+    ASSERT_TRUE(a.ok()) << a.status().message();
+    EXPECT_EQ((*a)->info().lm_head_requantized, to);
+    if (to == DType::F8_E4M3) expect_requantized(head(**a), values);
+    else expect_int8_requantized(head(**a), values);
+  }
 }
 
 TEST(Fp8LmHead, DeepseekV3HoldsItsLmHeadRequantized) {

@@ -3,7 +3,8 @@ project's generator (tools/make_checkpoint.py): every variant (sharded, MTP laye
 FP8 including kv_a_proj, group-limited routing, MoE every other layer, tied embeddings, plain
 RoPE, ...) loads and generates finite logprobs; sharding the same weights changes nothing,
 bitwise; a truncated shard is reported by name; --lm-head-dtype fp8 gives exactly what a
-checkpoint storing the lm_head in fp8 gives."""
+checkpoint storing the lm_head in fp8 gives, and int8 (which no checkpoint stores; its goldens in
+test_golden.py) runs on the same models."""
 import json
 import math
 import pathlib
@@ -84,22 +85,24 @@ def test_fp8_lm_head_is_the_checkpoint_that_stores_it_in_fp8(deepinfer_bin, tmp_
     assert requantized["logprobs"] != generate(deepinfer_bin, fp8, flags=act)["logprobs"]
 
 
-def test_fp8_lm_head_of_tied_embeddings_and_bad_values(deepinfer_bin, tmp_path):
-    """A tied lm_head (the embedding's tensor) is requantized while the embedding keeps reading
-    its bf16 rows; an unknown --lm-head-dtype is refused by name."""
+@pytest.mark.parametrize("head", ["fp8", "int8"])
+def test_requantized_lm_head_of_tied_embeddings_and_bad_values(deepinfer_bin, tmp_path, head):
+    """A tied lm_head (the embedding's tensor) is requantized (fp8 or int8) while the embedding
+    keeps reading its bf16 rows; an unknown --lm-head-dtype is refused by name."""
     tied = make(tmp_path / "tied", "--set", "tie_word_embeddings=true", "--seed", "6")
-    plain, fp8 = generate(deepinfer_bin, tied), generate(deepinfer_bin, tied, flags=["--lm-head-dtype", "fp8"])
-    assert len(fp8["output_ids"]) == 8 and all(math.isfinite(lp) and lp <= 0 for lp in fp8["logprobs"])
-    assert fp8["output_ids"][0] == plain["output_ids"][0] and fp8["logprobs"] != plain["logprobs"]
+    plain, quant = generate(deepinfer_bin, tied), generate(deepinfer_bin, tied, flags=["--lm-head-dtype", head])
+    assert len(quant["output_ids"]) == 8 and all(math.isfinite(lp) and lp <= 0 for lp in quant["logprobs"])
+    assert quant["output_ids"][0] == plain["output_ids"][0] and quant["logprobs"] != plain["logprobs"]
     out = subprocess.run([deepinfer_bin, "generate", "--model", str(tied), "--prompt-ids", "1", "--max-tokens", "1",
                           "--lm-head-dtype", "fp4"], capture_output=True, text=True, timeout=60)
     assert out.returncode != 0 and "--lm-head-dtype" in out.stderr and "fp4" in out.stderr
 
 
+@pytest.mark.parametrize("head", ["fp8", "int8"])
 @pytest.mark.parametrize("fixture", ["tiny-v4-fp8", "tiny-v41"])
-def test_fp8_lm_head_on_deepseek_v4_and_v41(deepinfer_bin, fixture):
+def test_requantized_lm_head_on_deepseek_v4_and_v41(deepinfer_bin, fixture, head):
     """DeepSeek-V4's and V4.1's bf16 head takes the flag too (its values: fp8_requantize_test)."""
     model = ROOT / "tests" / "data" / "models" / fixture
-    plain, fp8 = generate(deepinfer_bin, model), generate(deepinfer_bin, model, flags=["--lm-head-dtype", "fp8"])
-    assert len(fp8["output_ids"]) == 8 and all(math.isfinite(lp) and lp <= 0 for lp in fp8["logprobs"])
-    assert fp8["logprobs"] != plain["logprobs"]
+    plain, quant = generate(deepinfer_bin, model), generate(deepinfer_bin, model, flags=["--lm-head-dtype", head])
+    assert len(quant["output_ids"]) == 8 and all(math.isfinite(lp) and lp <= 0 for lp in quant["logprobs"])
+    assert quant["logprobs"] != plain["logprobs"]

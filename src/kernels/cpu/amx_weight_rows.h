@@ -2,10 +2,10 @@
 // time, for the weight panels of simd_amx.h. Every conversion is exact, so the tiles multiply the
 // stored weights' values (fp8: before their block scales):
 //  - BF16: copied as stored;
-//  - F8_E4M3: every code but NaN to its bf16 through Avx512Bf16's two byte lookups
-//    (fp8x64_to_bf16, subnormals and signed zeros included; e4m3's exponents and 3 mantissa bits
-//    lie inside bf16); the block scales are applied by the tile loop, per block partial sum;
-//    tile-major codes a whole 16 x 32 block at a time (tile_block);
+//  - F8_E4M3 and I8_SM: every code but NaN to its bf16 through Avx512Bf16's two byte lookups
+//    (fp8x64_to_bf16 with the dtype's tables, subnormals and signed zeros included; e4m3's exponents
+//    and 3 mantissa bits lie inside bf16, as do the integers 0-127); the block scales are applied by
+//    the tile loop, per block partial sum; tile-major codes a whole 16 x 32 block at a time (tile_block);
 //  - F4_E2M1: each nibble times its UE8M0 scale (E2M1 * 2^(e - 127) is a bf16 value) through
 //    Fp4Widen<Avx512Bf16>::block_bf16, so FP4 weights on tiles are exactly the weights expanded
 //    to bf16 on tiles; tile-major nibbles a whole 16 x 32 block at a time (tile_block).
@@ -46,7 +46,7 @@ struct Bf16Source {
 struct Fp8Source {
   const LinearWeight& w;
   const Avx512Bf16::Fp8Lut lut;
-  explicit Fp8Source(const LinearWeight& weight) : w(weight) {}
+  explicit Fp8Source(const LinearWeight& weight) : w(weight), lut(weight.dtype) {}
   // Two chunks per conversion of 64 codes.
   void chunks(int64_t row, int64_t c0, int64_t c1, uint16_t* dst, int64_t stride) const {
     const uint8_t* p = static_cast<const uint8_t*>(w.data) + row * w.n_in;
@@ -64,13 +64,14 @@ struct Fp8Source {
 
 // Tile-major weights (LinearWeight::tile_major): block (t, c), the 16 x 32 weights of tile t's
 // chunk c, to its bf16 rows at dst + r * 32, r < 16, prefetching kTileAhead bytes on (the tile's
-// next chunks lie after it). fp8: 512 codes at data + (t * kc + c) * 512; FP4: 256 bytes of
+// next chunks lie after it). fp8 and int8: 512 codes at data + (t * kc + c) * 512; FP4: 256 bytes of
 // nibbles at data + (t * kc + c) * 256 and the rows' 16 scale bytes at scale_e8m0 + (t * kc + c) * 16.
+// lut: the byte codes' tables (Fp8Lut(w.dtype)).
 constexpr int64_t kTileAhead = 2048;
 inline void tile_block(const Avx512Bf16::Fp8Lut& lut, const LinearWeight& w, int64_t kc, int64_t t, int64_t c,
                        uint16_t* dst) {
   const int64_t b = t * kc + c;
-  if (w.dtype == DType::F8_E4M3) {
+  if (has_block_scales(w.dtype)) {
     const uint8_t* block = static_cast<const uint8_t*>(w.data) + b * 512;
     for (int q = 0; q < 512; q += 64) _mm_prefetch(reinterpret_cast<const char*>(block + kTileAhead + q), _MM_HINT_T0);
     for (int r = 0; r < 16; r += 2) {

@@ -16,11 +16,11 @@ namespace {
 
 void check_weight(const LinearWeight& w) {
   DI_CHECK(w.data != nullptr && w.n_out > 0 && w.n_in > 0);
-  if (w.dtype == DType::F8_E4M3)
+  if (has_block_scales(w.dtype))
     DI_CHECK_MSG(w.scale_inv != nullptr && w.block_rows > 0 && w.block_cols % 16 == 0,
-                 "fp8 weights need scale_inv and a block width that is a multiple of 16");
+                 "fp8 and int8 weights need scale_inv and a block width that is a multiple of 16");
   DI_CHECK_MSG(w.act_dtype == DType::F32 || (w.act_dtype == DType::BF16 && admits_bf16_activations(w)),
-               "bf16 activations need bf16 weights or fp8 weights with blocks of a multiple of 32 columns");
+               "bf16 activations need bf16 or FP4 weights, or fp8 or int8 weights with blocks of a multiple of 32 columns");
   DI_CHECK_MSG(!w.tile_major || (kernels().packs_tiles && runs_packed(w)),
                "tile-major weights run only on the packed blocks of a level with AMX tiles");
 }
@@ -59,26 +59,26 @@ int64_t packed_column_block(int64_t n_out, int64_t tile_row_bytes, int64_t row_b
 }
 
 namespace {
-// A relaid weight (LinearWeight::tile_major): its 16 x 32 blocks, then its scales (fp8: a copy of
-// the stored scales; FP4: the blocks' scale bytes), so that no read of it touches the stored
+// A relaid weight (LinearWeight::tile_major): its 16 x 32 blocks, then its scales (fp8 and int8: a
+// copy of the stored scales; FP4: the blocks' scale bytes), so that no read of it touches the stored
 // weight's pages, nor maps their neighbours.
 int64_t tile_blocks(const LinearWeight& w) { return (w.n_out + 15) / 16 * ((w.n_in + 31) / 32); }
-size_t block_bytes(const LinearWeight& w) { return w.dtype == DType::F8_E4M3 ? 512 : 256; }
+size_t block_bytes(const LinearWeight& w) { return has_block_scales(w.dtype) ? 512 : 256; }
 }  // namespace
 
 size_t relaid_bytes(const LinearWeight& w) {
-  if ((w.dtype != DType::F8_E4M3 && w.dtype != DType::F4_E2M1) || w.tile_major || !kernels().packs_tiles ||
+  if ((!has_block_scales(w.dtype) && w.dtype != DType::F4_E2M1) || w.tile_major || !kernels().packs_tiles ||
       !runs_packed(w))
     return 0;
   const size_t blocks = size_t(tile_blocks(w)) * block_bytes(w);
-  return blocks + (w.dtype == DType::F8_E4M3 ? weight_scale_bytes(w) : size_t(tile_blocks(w)) * 16);
+  return blocks + (has_block_scales(w.dtype) ? weight_scale_bytes(w) : size_t(tile_blocks(w)) * 16);
 }
 
 LinearWeight relay_weight(const LinearWeight& w, void* out) {
   DI_CHECK_MSG(relaid_bytes(w) > 0, "relay_weight: the active level keeps this weight as stored");
   const int64_t kc = (w.n_in + 31) / 32, n_tiles = (w.n_out + 15) / 16;
-  const bool fp8 = w.dtype == DType::F8_E4M3;
-  const int64_t row_bytes = weight_row_bytes(w), chunk_bytes = fp8 ? 32 : 16;  // of a row, per 32 columns
+  const bool codes = has_block_scales(w.dtype);  // byte codes (fp8 or int8), else FP4 nibbles
+  const int64_t row_bytes = weight_row_bytes(w), chunk_bytes = codes ? 32 : 16;  // of a row, per 32 columns
   const uint8_t* src = static_cast<const uint8_t*>(w.data);
   uint8_t* dst = static_cast<uint8_t*>(out);
   uint8_t* scales = dst + size_t(tile_blocks(w)) * block_bytes(w);
@@ -93,13 +93,13 @@ LinearWeight relay_weight(const LinearWeight& w, void* out) {
         const int64_t copied = row < w.n_out ? n : 0;
         if (copied) std::memcpy(d, src + row * row_bytes + c * chunk_bytes, size_t(copied));
         std::memset(d + copied, 0, size_t(chunk_bytes - copied));
-        if (!fp8) scales[(t * kc + c) * 16 + r] = row < w.n_out ? w.scale_e8m0[row * (w.n_in / 32) + c] : 127;
+        if (!codes) scales[(t * kc + c) * 16 + r] = row < w.n_out ? w.scale_e8m0[row * (w.n_in / 32) + c] : 127;
       }
     }
-  if (fp8) std::memcpy(scales, w.scale_inv, weight_scale_bytes(w));
+  if (codes) std::memcpy(scales, w.scale_inv, weight_scale_bytes(w));
   LinearWeight r = w;
   r.data = out;
-  if (fp8) r.scale_inv = reinterpret_cast<const float*>(scales);
+  if (codes) r.scale_inv = reinterpret_cast<const float*>(scales);
   else r.scale_e8m0 = scales;
   r.tile_major = true;
   return r;

@@ -4,8 +4,8 @@
 //
 // Activation rows XE are f32, or bf16 (rounded by the driver; LinearWeight::act_dtype) against
 // bf16 or fp8 weights: a V with native bf16 dot products multiplies those directly
-// (V::bf16_dot_tile; fp8 through V::fp8_dot_rows, which converts e4m3 to bf16 exactly and scales
-// per block partial sum), any other V widens both to f32 as for f32 activations.
+// (V::bf16_dot_tile; fp8 and int8 codes through V::fp8_dot_rows, which converts them to bf16
+// exactly and scales per block partial sum), any other V widens both to f32 as for f32 activations.
 //
 // Dot layout (linear, swiglu): a tile of MR activation rows x 4 weight rows keeps one f32
 // vector accumulator per (row, output), runs over n_in in vector steps (fp8: per scale block),
@@ -53,14 +53,25 @@ struct WeightReader<V, DType::F16> {
   static typename V::F load(const E* p) { return V::from_f16(p); }
   static typename V::F load_n(const E* p, int n) { return V::from_f16_n(p, n); }
 };
-// fp8 vectors come out as value * 2^-8; callers multiply by scale_inv * 256, which gives
-// exactly the rounded product value * scale_inv.
+// Byte codes with block scales: vectors come out as value * 2^-8 (fp8) or value (int8); callers
+// multiply by scale_inv * kScaleFactor, which gives exactly the rounded product value * scale_inv.
 template <class V>
 struct WeightReader<V, DType::F8_E4M3> {
   using E = uint8_t;
   static constexpr bool kScaled = true;
+  static constexpr DType kCodes = DType::F8_E4M3;
+  static constexpr float kScaleFactor = 256.0f;
   static typename V::F load(const E* p) { return V::from_fp8(p); }
   static typename V::F load_n(const E* p, int n) { return V::from_fp8_n(p, n); }
+};
+template <class V>
+struct WeightReader<V, DType::I8_SM> {
+  using E = uint8_t;
+  static constexpr bool kScaled = true;
+  static constexpr DType kCodes = DType::I8_SM;
+  static constexpr float kScaleFactor = 1.0f;
+  static typename V::F load(const E* p) { return V::from_i8sm(p); }
+  static typename V::F load_n(const E* p, int n) { return V::from_i8sm_n(p, n); }
 };
 
 // Activation vectors: f32, or bf16 widened exactly.
@@ -83,7 +94,7 @@ struct SplitRow {
 // that do not pack: the drivers pack, and so split once per call, where every weight allows it).
 template <class V, DType T, class XE>
 auto pass_rows(const XE* const* x, int64_t mr, int64_t k_len) {
-  if constexpr (std::is_same_v<XE, uint16_t> && (T == DType::BF16 || T == DType::F8_E4M3) && requires { V::kSplitRows; }) {
+  if constexpr (std::is_same_v<XE, uint16_t> && (T == DType::BF16 || has_block_scales(T)) && requires { V::kSplitRows; }) {
     if constexpr (V::kSplitRows) {
       thread_local AlignedVector<float> rows;
       thread_local std::vector<const SplitRow*> ptrs;
@@ -143,7 +154,7 @@ inline void dot_tile(const XE* const* x, const WeightRow<typename R::E>* w, int6
       F s[NR];
       if constexpr (R::kScaled) {
 #pragma GCC unroll 4
-        for (int j = 0; j < NR; ++j) s[j] = V::bcast(w[j].scales[k0 / seg] * 256.0f);
+        for (int j = 0; j < NR; ++j) s[j] = V::bcast(w[j].scales[k0 / seg] * R::kScaleFactor);
       }
       int64_t k = k0;
       for (; k + V::kW <= k1; k += V::kW) {
@@ -192,9 +203,9 @@ template <class V, class R, class XE>
 inline void dot_rows(const XE* const* x, int64_t m, const WeightRow<typename R::E>* w, int64_t k_len,
                      int64_t seg, float* out /* [m, 4] */) {
   if constexpr (std::is_same_v<XE, uint16_t> && R::kScaled && requires { V::kBf16Dot; }) {
-    return V::fp8_dot_rows(x, m, w, k_len, seg, out);  // bf16 dot products on exact bf16 weights
+    return V::fp8_dot_rows(x, m, w, k_len, seg, R::kCodes, out);  // bf16 dot products on exact bf16 weights
   } else if constexpr (std::is_same_v<XE, SplitRow> && R::kScaled) {
-    return V::fp8_dot_rows(reinterpret_cast<const float* const*>(x), m, w, k_len, seg, out);
+    return V::fp8_dot_rows(reinterpret_cast<const float* const*>(x), m, w, k_len, seg, R::kCodes, out);
   } else {
     for_row_tiles(m, [&]<int MR>(int64_t r) __attribute__((always_inline)) { dot_tile<V, R, MR, XE>(x + r, w, k_len, seg, out + r * 4); });
   }
@@ -278,7 +289,7 @@ inline void outer_tile(const float* const* x, int64_t n_d, const LinearWeight& w
       const int64_t c = c0 + j * V::kW;
       const int n = std::clamp(n_valid - j * V::kW, 0, V::kW);
       wv[j] = full ? R::load(row.data + c) : R::load_n(row.data + c, n);
-      if constexpr (R::kScaled) wv[j] = V::mul(wv[j], V::bcast(row.scales[c / w.block_cols] * 256.0f));
+      if constexpr (R::kScaled) wv[j] = V::mul(wv[j], V::bcast(row.scales[c / w.block_cols] * R::kScaleFactor));
       wv[j] = V::pin(wv[j]);
     }
 #pragma GCC unroll 16
@@ -326,7 +337,8 @@ void linear_block(const float* const* x, int64_t m, const LinearWeight& w, int64
     case DType::BF16: return linear_block_t<V, DType::BF16, float>(x, m, w, o_begin, o_end, y, ldy);
     case DType::F16: return linear_block_t<V, DType::F16, float>(x, m, w, o_begin, o_end, y, ldy);
     case DType::F8_E4M3: return linear_block_t<V, DType::F8_E4M3, float>(x, m, w, o_begin, o_end, y, ldy);
-    default: DI_CHECK_MSG(false, "storage-only dtype in a GEMM (weight binders admit F32, F16, BF16, F8_E4M3)");
+    case DType::I8_SM: return linear_block_t<V, DType::I8_SM, float>(x, m, w, o_begin, o_end, y, ldy);
+    default: DI_CHECK_MSG(false, "storage-only dtype in a GEMM (weight binders admit F32, F16, BF16, F8_E4M3; I8_SM from requantization)");
   }
 }
 
@@ -338,15 +350,17 @@ void swiglu_block(const float* const* x, int64_t m, const LinearWeight& gate, co
     case DType::BF16: return swiglu_block_t<V, DType::BF16, float>(x, m, gate, up, o_begin, o_end, y, ldy);
     case DType::F16: return swiglu_block_t<V, DType::F16, float>(x, m, gate, up, o_begin, o_end, y, ldy);
     case DType::F8_E4M3: return swiglu_block_t<V, DType::F8_E4M3, float>(x, m, gate, up, o_begin, o_end, y, ldy);
-    default: DI_CHECK_MSG(false, "storage-only dtype in a GEMM (weight binders admit F32, F16, BF16, F8_E4M3)");
+    case DType::I8_SM: return swiglu_block_t<V, DType::I8_SM, float>(x, m, gate, up, o_begin, o_end, y, ldy);
+    default: DI_CHECK_MSG(false, "storage-only dtype in a GEMM (weight binders admit F32, F16, BF16, F8_E4M3; I8_SM from requantization)");
   }
 }
 
-// bf16 activations against bf16 or fp8 weights (the drivers check the weight dtype).
+// bf16 activations against bf16, fp8 or int8 weights (the drivers check the weight dtype).
 template <class V>
 void linear_block_bf16x(const uint16_t* const* x, int64_t m, const LinearWeight& w, int64_t o_begin, int64_t o_end,
                         float* y, int64_t ldy) {
   if (w.dtype == DType::F8_E4M3) return linear_block_t<V, DType::F8_E4M3, uint16_t>(x, m, w, o_begin, o_end, y, ldy);
+  if (w.dtype == DType::I8_SM) return linear_block_t<V, DType::I8_SM, uint16_t>(x, m, w, o_begin, o_end, y, ldy);
   linear_block_t<V, DType::BF16, uint16_t>(x, m, w, o_begin, o_end, y, ldy);
 }
 
@@ -355,6 +369,7 @@ void swiglu_block_bf16x(const uint16_t* const* x, int64_t m, const LinearWeight&
                         int64_t o_begin, int64_t o_end, float* y, int64_t ldy) {
   if (gate.dtype == DType::F8_E4M3)
     return swiglu_block_t<V, DType::F8_E4M3, uint16_t>(x, m, gate, up, o_begin, o_end, y, ldy);
+  if (gate.dtype == DType::I8_SM) return swiglu_block_t<V, DType::I8_SM, uint16_t>(x, m, gate, up, o_begin, o_end, y, ldy);
   swiglu_block_t<V, DType::BF16, uint16_t>(x, m, gate, up, o_begin, o_end, y, ldy);
 }
 
@@ -368,9 +383,9 @@ void round_to_bf16(const float* x, uint16_t* y, int64_t n) {
 // Split packing (levels with V::kSplitRows; kernel_table.h's packed blocks): a call's activation
 // rows rounded to bf16 and split by V::split_row once, row r at r * split_packed_elems<V>(1, n_in)
 // uint16_t elements (its floats stored through intrinsics), instead of once per block and pass.
-// The blocks run on bf16 and fp8 weights; FP4 rows run unsplit (packs_split).
+// The blocks run on bf16, fp8 and int8 weights; FP4 rows run unsplit (packs_split).
 inline bool packs_split(const LinearWeight& w) {
-  return w.dtype == DType::BF16 || w.dtype == DType::F8_E4M3;
+  return w.dtype == DType::BF16 || has_block_scales(w.dtype);
 }
 template <class V>
 int64_t split_packed_elems(int64_t m, int64_t n_in) {
@@ -399,6 +414,7 @@ void linear_block_split_packed(const uint16_t* packed, int64_t m, const LinearWe
                                int64_t o_end, float* y, int64_t ldy) {
   const SplitRow* const* x = split_packed_rows<V>(packed, m, w.n_in);
   if (w.dtype == DType::F8_E4M3) return linear_block_t<V, DType::F8_E4M3, SplitRow>(x, m, w, o_begin, o_end, y, ldy);
+  if (w.dtype == DType::I8_SM) return linear_block_t<V, DType::I8_SM, SplitRow>(x, m, w, o_begin, o_end, y, ldy);
   linear_block_t<V, DType::BF16, SplitRow>(x, m, w, o_begin, o_end, y, ldy);
 }
 template <class V>
@@ -407,6 +423,7 @@ void swiglu_block_split_packed(const uint16_t* packed, int64_t m, const LinearWe
   const SplitRow* const* x = split_packed_rows<V>(packed, m, gate.n_in);
   if (gate.dtype == DType::F8_E4M3)
     return swiglu_block_t<V, DType::F8_E4M3, SplitRow>(x, m, gate, up, o_begin, o_end, y, ldy);
+  if (gate.dtype == DType::I8_SM) return swiglu_block_t<V, DType::I8_SM, SplitRow>(x, m, gate, up, o_begin, o_end, y, ldy);
   swiglu_block_t<V, DType::BF16, SplitRow>(x, m, gate, up, o_begin, o_end, y, ldy);
 }
 
@@ -418,7 +435,8 @@ void outer_block(const float* const* x, int64_t m, int64_t n_d, const LinearWeig
     case DType::BF16: return outer_block_t<V, DType::BF16>(x, m, n_d, w, row0, c_begin, c_end, y, ldy);
     case DType::F16: return outer_block_t<V, DType::F16>(x, m, n_d, w, row0, c_begin, c_end, y, ldy);
     case DType::F8_E4M3: return outer_block_t<V, DType::F8_E4M3>(x, m, n_d, w, row0, c_begin, c_end, y, ldy);
-    default: DI_CHECK_MSG(false, "storage-only dtype in a GEMM (weight binders admit F32, F16, BF16, F8_E4M3)");
+    case DType::I8_SM: return outer_block_t<V, DType::I8_SM>(x, m, n_d, w, row0, c_begin, c_end, y, ldy);
+    default: DI_CHECK_MSG(false, "storage-only dtype in a GEMM (weight binders admit F32, F16, BF16, F8_E4M3; I8_SM from requantization)");
   }
 }
 

@@ -1,10 +1,11 @@
-// AMX (TMUL, bf16): bf16, fp8 (e4m3, block scales) and FP4 (e2m1, UE8M0 per 32) weights against
+// AMX (TMUL, bf16): bf16, fp8 (e4m3, block scales), int8 (I8_SM, block scales) and FP4 (e2m1,
+// UE8M0 per 32) weights against
 // bf16 activations on tiles, for every batch size. Included only by kernels_amx.cpp, compiled for
 // it and run only where the CPU has AMX and the OS granted the tile state (isa.cpp).
 //
 // Operands. Weights are the A operand: a tile is 16 weight rows x 32 columns, copied per call from
 // the stored [n_out, n_in] rows into contiguous bf16 panels (copy_panels), exactly
-// (amx_weight_rows.h: fp8 codes to their bf16, FP4 nibbles times their scale). Activations are the B
+// (amx_weight_rows.h: fp8 and int8 codes to their bf16, FP4 nibbles times their scale). Activations are the B
 // operand, packed once per call by pack_bf16x into token tiles (layout in kernel_table.h): for
 // token tile t and k chunk c, row p of the 1 KiB block holds pair p (elements 32c + 2p,
 // 32c + 2p + 1) of each of the tile's 16 tokens. C = A x B is then [16 outputs, 16 tokens] in
@@ -20,8 +21,9 @@
 // its weight row and its activation row: never on m, the tile it lands in, the block, the pass or
 // the thread; and any kernel that takes the same steps (on FMA units, say) gives the same bits.
 //
-// fp8 weights (block_cols a multiple of 32, block_rows of 16, so that a tile's 16 rows share one
-// scale row and a chunk lies in one column block): each output's chunks of one scale block are
+// fp8 and int8 (I8_SM) weights (block_cols a multiple of 32, so that a chunk lies in one column
+// block; block_rows a multiple of 16, so that a tile's 16 rows share one scale row, or 1, a scale
+// row per output): each output's chunks of one scale block are
 // accumulated from zero on the tiles, the partial stored, and total = fma(partial, scale, total)
 // (f32, lane-wise, total from zero) in block order: the arithmetic shape of fp8_dot_rows. Against
 // the dequantized weights (code * scale, in double) with the bf16-rounded activations, the products
@@ -126,12 +128,14 @@ inline void pack_token_tile(const float* const* x, int64_t m, int64_t n_in, uint
   }
 }
 
-// packs (kernel_table.h): bf16 weights, fp8 weights whose column blocks hold whole chunks and
-// whose row blocks whole tiles, FP4 weights with a scale per chunk (else fp4_kernels.h's checks).
+// packs (kernel_table.h): bf16 weights, fp8 and int8 weights whose column blocks hold whole chunks
+// and whose row blocks whole tiles or single rows, FP4 weights with a scale per chunk (else
+// fp4_kernels.h's checks).
 inline bool packs(const LinearWeight& w) {
   switch (w.dtype) {
     case DType::BF16: return true;
-    case DType::F8_E4M3: return w.block_cols % 32 == 0 && w.block_rows % 16 == 0;
+    case DType::F8_E4M3:
+    case DType::I8_SM: return w.block_cols % 32 == 0 && (w.block_rows % 16 == 0 || w.block_rows == 1);
     case DType::F4_E2M1: return w.scale_e8m0 != nullptr && w.n_in % 32 == 0;
     default: return false;
   }
@@ -174,7 +178,7 @@ inline void copy_panels_from(const Source& src, int64_t n_in, int64_t o_begin, i
   }
 }
 // Chunks [c0, c1) of the panels' rows [r0, r1) (by default all chunks, and all rows: up to o_end
-// rounded up to whole tiles); w is BF16, F8_E4M3 or F4_E2M1. Tile-major weights (o_begin, r0 and
+// rounded up to whole tiles); w is BF16, F8_E4M3, I8_SM or F4_E2M1. Tile-major weights (o_begin, r0 and
 // r1 multiples of 16) copy whole tiles, block by block (rows past o_end: the tile's stored rows,
 // zero past n_out; their outputs are never stored).
 inline void copy_panels(const LinearWeight& w, int64_t o_begin, int64_t o_end, uint16_t* panels, int64_t c0 = 0,
@@ -183,13 +187,14 @@ inline void copy_panels(const LinearWeight& w, int64_t o_begin, int64_t o_end, u
   if (c1 < 0) c1 = kc;
   if (r1 < 0) r1 = (o_end - o_begin + kTile - 1) / kTile * kTile;
   if (w.tile_major) {
-    const Avx512Bf16::Fp8Lut lut;
+    const Avx512Bf16::Fp8Lut lut(w.dtype);
     for (int64_t t = r0 / kTile; t < r1 / kTile; ++t)
       for (int64_t c = c0; c < c1; ++c) tile_block(lut, w, kc, o_begin / kTile + t, c, panels + (t * kc + c) * kPanelStride);
     return;
   }
   switch (w.dtype) {
-    case DType::F8_E4M3: return copy_panels_from(Fp8Source(w), w.n_in, o_begin, o_end, panels, c0, c1, r0, r1);
+    case DType::F8_E4M3:
+    case DType::I8_SM: return copy_panels_from(Fp8Source(w), w.n_in, o_begin, o_end, panels, c0, c1, r0, r1);
     case DType::F4_E2M1: return copy_panels_from(Fp4Source(w), w.n_in, o_begin, o_end, panels, c0, c1, r0, r1);
     default: return copy_panels_from(Bf16Source(w), w.n_in, o_begin, o_end, panels, c0, c1, r0, r1);
   }
@@ -279,24 +284,43 @@ inline void k_block(const WeightTilesAt& wa, const uint16_t* const (&tb)[2], int
   acc_store<NA, NB>(acc);
 }
 
-// fp8 weights: the scales of weight tile a's row block (one per column block) and the chunks per
-// column block (block_cols / 32).
+// fp8 and int8 weights: the scales of weight tile a's row block (one per column block; or with a
+// scale row per output, those of its first row, row_step floats apart from the next row's, of which
+// `rows[a]` exist) and the chunks per column block (block_cols / 32).
 struct BlockScales {
   const float* row[2];
   int64_t bc;
+  int64_t row_step = 0;  // 0: the tile's 16 rows share row[a]
+  int rows[2] = {kTile, kTile};
 };
 
+// Scale vector for floats [i, i + 16) of an accumulator of 16 output rows holding len / 16 floats
+// each: lane l gets s16[(i + l) / (len / 16)] (the quotient through f32, exact for len <= 256).
+inline __m512 row_scales(__m512 s16, int i, int len) {
+  if (len == kTile) return s16;
+  const __m512 e = _mm512_add_ps(_mm512_set_ps(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_ps(float(i) + 0.5f));
+  const __m512i idx = _mm512_cvttps_epi32(_mm512_mul_ps(e, _mm512_set1_ps(float(kTile) / float(len))));
+  return _mm512_permutexvar_ps(idx, s16);
+}
+
 // tot[b][a] = fma(part[b][a], scale of tile a's block blk, tot[b][a]) lane-wise over the first
-// len floats, tot from zero at blk 0.
+// len floats (16 output rows of len / 16 floats: a row's floats take that output's scale), tot from
+// zero at blk 0.
 template <int NA, int NB>
 inline void scale_into(float (*const (&part)[2])[kTile * kTile], float (*const (&tot)[2])[kTile * kTile],
                        const BlockScales& bs, int64_t blk, int len = kTile * kTile) {
   for (int a = 0; a < NA; ++a) {
-    const __m512 s = _mm512_set1_ps(bs.row[a][blk]);
+    // The block's scale in every lane, or per-row scales: output r's in lane r (0 past rows[a]).
+    const __m512i at = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                          _mm512_set1_epi32(int(bs.row_step)));
+    const __m512 s16 = bs.row_step ? _mm512_mask_i32gather_ps(_mm512_setzero_ps(), __mmask16((1u << bs.rows[a]) - 1u), at,
+                                                             bs.row[a] + blk, 4)
+                                   : _mm512_set1_ps(bs.row[a][blk]);
     for (int b = 0; b < NB; ++b) {
       const float* p = part[b][a];
       float* t = tot[b][a];
       for (int i = 0; i < len; i += 16) {
+        const __m512 s = bs.row_step ? row_scales(s16, i, len) : s16;
         const __m512 prev = blk == 0 ? _mm512_setzero_ps() : _mm512_load_ps(t + i);
         _mm512_store_ps(t + i, _mm512_fmadd_ps(_mm512_load_ps(p + i), s, prev));
       }
@@ -372,7 +396,7 @@ inline void stream_tile_major(const LinearWeight* const (&w)[2], const int64_t (
                               int n, const BlockScales* bs, float (&out)[2][kTile * kTile]) {
   alignas(64) uint16_t ring[2][2][kBlockElems];
   alignas(64) float part_rows[2][kTile * kTile];
-  const Avx512Bf16::Fp8Lut lut;
+  const Avx512Bf16::Fp8Lut lut(w[0]->dtype);
   const uint16_t* const tbs[2] = {tb, tb};
   float (*const part[2])[kTile * kTile] = {part_rows, part_rows};
   float (*const total[2])[kTile * kTile] = {out, out};
@@ -472,14 +496,18 @@ inline int64_t panel_slots(bool one_pass, bool ahead, int64_t n_tiles, int64_t g
   return one_pass ? std::min(n_tiles, ahead ? 2 * group : group) : n_tiles;
 }
 
-// fp8 weights (else nullptr): weight tiles at outputs o and o + 16 * (NA - 1) (multiples of 16).
+// fp8 and int8 weights (else nullptr): weight tiles at outputs o and o + 16 * (NA - 1) (multiples of 16).
 inline const BlockScales* fp8_scales(const LinearWeight& w0, const LinearWeight& w1, int64_t o0, int64_t o1,
                                      BlockScales& bs) {
-  if (w0.dtype != DType::F8_E4M3) return nullptr;
-  const auto row = [](const LinearWeight& w, int64_t o) {
-    return w.scale_inv + o / w.block_rows * ((w.n_in + w.block_cols - 1) / w.block_cols);
-  };
+  if (!has_block_scales(w0.dtype)) return nullptr;
+  const int64_t n_cb = (w0.n_in + w0.block_cols - 1) / w0.block_cols;  // w1 has w0's shape and blocks
+  const auto row = [&](const LinearWeight& w, int64_t o) { return w.scale_inv + o / w.block_rows * n_cb; };
   bs = {{row(w0, o0), row(w1, o1)}, w0.block_cols / kChunk};
+  if (w0.block_rows == 1) {
+    bs.row_step = n_cb;
+    bs.rows[0] = int(std::min<int64_t>(kTile, w0.n_out - o0));
+    bs.rows[1] = int(std::min<int64_t>(kTile, w1.n_out - o1));
+  }
   return &bs;
 }
 
@@ -499,7 +527,7 @@ inline void linear_block_packed(const uint16_t* packed, int64_t m, const LinearW
   const auto panel = [&](int64_t i) { return panels + i % n_slots * panel_elems; };  // weight tile i's
   const uint16_t* base = static_cast<const uint16_t*>(w.data);
   alignas(64) float acc[kMaxPassTiles][2][kTile * kTile];
-  alignas(64) float tot[kMaxPassTiles][2][kTile * kTile];  // fp8 only
+  alignas(64) float tot[kMaxPassTiles][2][kTile * kTile];  // fp8 and int8 only
   TileScope tiles(tile_stream ? int(m) : kTile);
   for (int64_t tt0 = 0; tt0 < n_tt; tt0 += per_pass) {
     const int64_t tt1 = std::min(n_tt, tt0 + per_pass);
@@ -565,7 +593,7 @@ inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearW
   const auto slot = [&](int64_t i) { return i % n_slots * panel_elems; };  // of output tile i's panels
   const uint16_t *g_base = static_cast<const uint16_t*>(gate.data), *u_base = static_cast<const uint16_t*>(up.data);
   alignas(64) float acc[kMaxPassTiles][2][kTile * kTile];
-  alignas(64) float tot[kMaxPassTiles][2][kTile * kTile];  // fp8 only
+  alignas(64) float tot[kMaxPassTiles][2][kTile * kTile];  // fp8 and int8 only
   TileScope tiles(tile_stream ? int(m) : kTile);
   for (int64_t tt0 = 0; tt0 < n_tt; tt0 += per_pass) {
     const int64_t tt1 = std::min(n_tt, tt0 + per_pass);

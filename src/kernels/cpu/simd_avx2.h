@@ -58,6 +58,13 @@ struct Avx2 {
     std::memcpy(&bits, p, size_t(n));
     return widen_fp8(_mm_cvtsi64_si128(int64_t(bits)));
   }
+  // I8_SM -> exactly its value, as Avx512::from_i8sm.
+  static F from_i8sm(const uint8_t* p) { return widen_i8sm(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))); }
+  static F from_i8sm_n(const uint8_t* p, int n) {
+    uint64_t bits = 0;
+    std::memcpy(&bits, p, size_t(n));
+    return widen_i8sm(_mm_cvtsi64_si128(int64_t(bits)));
+  }
 
  private:
   static __m256i mask(int n) {
@@ -72,6 +79,12 @@ struct Avx2 {
   static F widen_fp8(__m128i b) {  // as Avx512::widen_fp8
     const __m128i w = _mm_slli_epi16(_mm_cvtepi8_epi16(b), 7);
     return _mm256_cvtph_ps(_mm_and_si128(w, _mm_set1_epi16(int16_t(0xbfff))));
+  }
+  static F widen_i8sm(__m128i b) {  // as Avx512::widen_i8sm
+    const __m256i d = _mm256_cvtepu8_epi32(b);
+    const __m256 magnitude = _mm256_cvtepi32_ps(_mm256_and_si256(d, _mm256_set1_epi32(0x7f)));
+    const __m256i sign = _mm256_slli_epi32(_mm256_and_si256(d, _mm256_set1_epi32(0x80)), 24);
+    return _mm256_castsi256_ps(_mm256_or_si256(_mm256_castps_si256(magnitude), sign));
   }
 };
 

@@ -50,6 +50,9 @@ struct Avx512 {
   // preserved; weights and caches hold none.
   static F from_fp8(const uint8_t* p) { return widen_fp8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   static F from_fp8_n(const uint8_t* p, int n) { return widen_fp8(_mm_maskz_loadu_epi8(mask(n), p)); }
+  // I8_SM -> exactly its value: the magnitude converted, the sign moved to bit 31.
+  static F from_i8sm(const uint8_t* p) { return widen_i8sm(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static F from_i8sm_n(const uint8_t* p, int n) { return widen_i8sm(_mm_maskz_loadu_epi8(mask(n), p)); }
 
  private:
   static __mmask16 mask(int n) { return __mmask16((1u << n) - 1u); }
@@ -59,6 +62,12 @@ struct Avx512 {
   static F widen_fp8(__m128i b) {
     const __m256i w = _mm256_slli_epi16(_mm256_cvtepi8_epi16(b), 7);
     return _mm512_cvtph_ps(_mm256_and_si256(w, _mm256_set1_epi16(int16_t(0xbfff))));
+  }
+  static F widen_i8sm(__m128i b) {
+    const __m512i d = _mm512_cvtepu8_epi32(b);
+    const __m512 magnitude = _mm512_cvtepi32_ps(_mm512_and_si512(d, _mm512_set1_epi32(0x7f)));
+    const __m512i sign = _mm512_slli_epi32(_mm512_and_si512(d, _mm512_set1_epi32(0x80)), 24);
+    return _mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(magnitude), sign));
   }
 };
 

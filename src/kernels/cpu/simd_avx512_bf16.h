@@ -7,7 +7,7 @@
 //  - FmaDot (level avx512bf16-fma): each bf16 vector split exactly into its even and odd elements
 //    as f32 (a shift and a mask), then two f32 FMAs; about twice VDPBF16PS's products per cycle
 //    on those Intel cores.
-// fp8 weights become bf16 exactly through two VPERMI2B byte lookups.
+// fp8 (and I8_SM int8) weights become bf16 exactly through two VPERMI2B byte lookups.
 // Included only by kernels_avx512bf16.cpp (and simd_amx.h), compiled for it and run only where the
 // CPU has it.
 //
@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/aligned_vector.h"
+#include "core/dtype.h"
 #include "kernels/cpu/row_tiles.h"
 #include "kernels/cpu/simd_avx512.h"
 
@@ -43,17 +44,27 @@ constexpr uint16_t e4m3_magnitude_to_bf16(int code) {
   return uint16_t(((121 - shift) << 7) | (((m << shift) & 7) << 4));
 }
 
-// Byte tables for VPERMI2B: the high and low byte of each magnitude's bf16, 128 entries each.
+// bf16 bits of every I8_SM magnitude (code & 0x7f), the integers 0-127: exact, as bf16 keeps 8
+// significant bits.
+constexpr uint16_t int_magnitude_to_bf16(int code) {
+  if (code == 0) return 0;
+  int e = 6;
+  while ((code >> e) == 0) --e;  // 2^e <= code < 2^(e+1)
+  return uint16_t(((127 + e) << 7) | ((code << (7 - e)) & 0x7f));
+}
+
+// Byte tables for VPERMI2B: the high and low byte of each magnitude's bf16, 128 entries each, for
+// the sign-and-magnitude byte codes F8_E4M3 and I8_SM.
 struct Fp8Bf16Tables {
   alignas(64) uint8_t hi[128];
   alignas(64) uint8_t lo[128];
   alignas(64) uint8_t interleave[2][64];  // bytes 2i, 2i+1 of words [32h, 32h + 32) from lo / hi
 };
-constexpr Fp8Bf16Tables make_fp8_bf16_tables() {
+constexpr Fp8Bf16Tables make_fp8_bf16_tables(uint16_t (*magnitude_to_bf16)(int)) {
   Fp8Bf16Tables t{};
   for (int c = 0; c < 128; ++c) {
-    t.hi[c] = uint8_t(e4m3_magnitude_to_bf16(c) >> 8);
-    t.lo[c] = uint8_t(e4m3_magnitude_to_bf16(c) & 0xff);
+    t.hi[c] = uint8_t(magnitude_to_bf16(c) >> 8);
+    t.lo[c] = uint8_t(magnitude_to_bf16(c) & 0xff);
   }
   for (int h = 0; h < 2; ++h)
     for (int i = 0; i < 32; ++i) {
@@ -62,7 +73,8 @@ constexpr Fp8Bf16Tables make_fp8_bf16_tables() {
     }
   return t;
 }
-inline constexpr Fp8Bf16Tables kFp8Bf16Tables = make_fp8_bf16_tables();
+inline constexpr Fp8Bf16Tables kFp8Bf16Tables = make_fp8_bf16_tables(e4m3_magnitude_to_bf16);
+inline constexpr Fp8Bf16Tables kInt8SmBf16Tables = make_fp8_bf16_tables(int_magnitude_to_bf16);
 
 // How a lane accumulates its pair of bf16 products. A step splits each raw bf16 vector (32
 // elements: 16 lanes x 2) into kParts operands with part(), then acc = madd(acc, a, b) per part,
@@ -189,7 +201,7 @@ struct Avx512Bf16With : Avx512 {
     }
   }
 
-  // fp8 (e4m3) weights with per-block scales against bf16 activations: out[i * 4 + j] =
+  // fp8 (e4m3; or int8 with `codes` I8_SM) weights with per-block scales against bf16 activations: out[i * 4 + j] =
   // sum over scale blocks b of scale_j[b] * dot(x[i], w[j]) restricted to block b, for i < m,
   // j < 4. Every e4m3 value becomes its bf16 exactly (subnormals included; no f32 widening). For
   // each (i, j): lane l of a partial sum accumulates, as Dot adds pairs, from zero, elements
@@ -200,13 +212,14 @@ struct Avx512Bf16With : Avx512 {
   // tiles over it: the same operations either way, so an output depends only on its activation
   // row and weight row. seg (block_cols) is a multiple of 32.
   template <class Row, class XA>
-  static void fp8_dot_rows(const XA* const* x, int64_t m, const Row* w, int64_t k_len, int64_t seg, float* out) {
-    if (m == 1) return fp8_dot_row(x[0], w, k_len, seg, out);
+  static void fp8_dot_rows(const XA* const* x, int64_t m, const Row* w, int64_t k_len, int64_t seg, DType codes,
+                           float* out) {
+    if (m == 1) return fp8_dot_row(x[0], w, k_len, seg, codes, out);
     const int64_t ld = (k_len + 63) / 64 * 64;
     using WE = std::conditional_t<std::is_same_v<XA, float>, float, uint16_t>;
     thread_local AlignedVector<WE> scratch;  // [4, ld]: the weight rows as bf16 (or split), zero-padded
     if (scratch.size() < size_t(4 * ld)) scratch.resize(size_t(4 * ld));
-    const Fp8Lut t;
+    const Fp8Lut t(codes);
     for (int j = 0; j < 4; ++j)
       for (int64_t k = 0; k < k_len; k += 64) {
         __m512i wv[2];
@@ -246,16 +259,19 @@ struct Avx512Bf16With : Avx512 {
     }
   }
 
-  // The e4m3 -> bf16 conversion, also used by the amx level's weight panels (amx_weight_rows.h).
+  // The byte code -> bf16 conversion of F8_E4M3 or I8_SM codes (`codes`; any other dtype reads as
+  // F8_E4M3), also used by the amx level's weight panels (amx_weight_rows.h).
   struct Fp8Lut {  // the conversion tables, in registers
-    __m512i hi0 = _mm512_load_si512(kFp8Bf16Tables.hi), hi1 = _mm512_load_si512(kFp8Bf16Tables.hi + 64);
-    __m512i lo0 = _mm512_load_si512(kFp8Bf16Tables.lo), lo1 = _mm512_load_si512(kFp8Bf16Tables.lo + 64);
-    __m512i il0 = _mm512_load_si512(kFp8Bf16Tables.interleave[0]);
-    __m512i il1 = _mm512_load_si512(kFp8Bf16Tables.interleave[1]);
+    explicit Fp8Lut(DType codes = DType::F8_E4M3) : Fp8Lut(codes == DType::I8_SM ? kInt8SmBf16Tables : kFp8Bf16Tables) {}
+    explicit Fp8Lut(const Fp8Bf16Tables& t)
+        : hi0(_mm512_load_si512(t.hi)), hi1(_mm512_load_si512(t.hi + 64)), lo0(_mm512_load_si512(t.lo)),
+          lo1(_mm512_load_si512(t.lo + 64)), il0(_mm512_load_si512(t.interleave[0])),
+          il1(_mm512_load_si512(t.interleave[1])) {}
+    __m512i hi0, hi1, lo0, lo1, il0, il1;
     __m512i sign = _mm512_set1_epi8(char(0x80));
   };
 
-  // The e4m3 codes p[0, n) (n <= 64; the rest read as 0) as bf16: elements [0, 32) in w0,
+  // The codes p[0, n) (n <= 64; the rest read as 0) as bf16: elements [0, 32) in w0,
   // [32, 64) in w1. Two 128-entry byte lookups (VPERMI2B ignores the sign bit), the sign OR-ed
   // into the high byte, two byte interleaves.
   static void fp8x64_to_bf16(const Fp8Lut& t, const uint8_t* p, int n, __m512i& w0, __m512i& w1) {
@@ -289,9 +305,9 @@ struct Avx512Bf16With : Avx512 {
 
   // fp8_dot_rows for one activation row, converting the 4 weight rows in registers.
   template <class Row, class XA>
-  static void fp8_dot_row(const XA* x, const Row* w, int64_t k_len, int64_t seg, float* out) {
+  static void fp8_dot_row(const XA* x, const Row* w, int64_t k_len, int64_t seg, DType codes, float* out) {
     constexpr int NR = 4;
-    const Fp8Lut t;
+    const Fp8Lut t(codes);
     __m512 part[NR], total[NR];
 #pragma GCC unroll 4
     for (int j = 0; j < NR; ++j) part[j] = total[j] = _mm512_setzero_ps();

@@ -73,6 +73,13 @@ struct Portable {
     for (int i = 0; i < n; ++i) r.v[i] = fp8_e4m3_to_f32(p[i]) * 0.00390625f;
     return r;
   }
+  // I8_SM -> its value.
+  static F from_i8sm(const uint8_t* p) { return from_i8sm_n(p, kW); }
+  static F from_i8sm_n(const uint8_t* p, int n) {
+    F r{};
+    for (int i = 0; i < n; ++i) r.v[i] = int8_sm_to_f32(p[i]);
+    return r;
+  }
 
  private:
   template <typename Op>

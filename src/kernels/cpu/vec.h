@@ -22,7 +22,7 @@ inline float dot(const float* a, const float* b, int64_t n) {
   return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
 }
 
-// Row `row` of W as f32: out[n_in]. fp8 rows are multiplied by their blocks' scale_inv.
+// Row `row` of W as f32: out[n_in]. fp8 and int8 rows are multiplied by their blocks' scale_inv.
 inline void dequant_row(const LinearWeight& w, int64_t row, float* out) {
   const int64_t n = w.n_in;
   switch (w.dtype) {
@@ -39,19 +39,21 @@ inline void dequant_row(const LinearWeight& w, int64_t row, float* out) {
       for (int64_t i = 0; i < n; ++i) out[i] = f16_to_f32(src[i]);
       break;
     }
-    case DType::F8_E4M3: {
+    case DType::F8_E4M3:
+    case DType::I8_SM: {
       const uint8_t* src = static_cast<const uint8_t*>(w.data) + row * n;
       const int64_t scale_cols = (n + w.block_cols - 1) / w.block_cols;
       const float* scales = w.scale_inv + (row / w.block_rows) * scale_cols;
+      const bool fp8 = w.dtype == DType::F8_E4M3;
       for (int64_t b = 0; b < scale_cols; ++b) {
         const float s = scales[b];
         const int64_t end = std::min<int64_t>(n, (b + 1) * w.block_cols);
-        for (int64_t i = b * w.block_cols; i < end; ++i) out[i] = fp8_e4m3_to_f32(src[i]) * s;
+        for (int64_t i = b * w.block_cols; i < end; ++i) out[i] = (fp8 ? fp8_e4m3_to_f32(src[i]) : int8_sm_to_f32(src[i])) * s;
       }
       break;
     }
     default:
-      DI_CHECK_MSG(false, "storage-only dtype in a GEMM (weight binders admit F32, F16, BF16, F8_E4M3)");
+      DI_CHECK_MSG(false, "storage-only dtype in a GEMM (weight binders admit F32, F16, BF16, F8_E4M3; I8_SM from requantization)");
   }
 }
 

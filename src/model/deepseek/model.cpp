@@ -57,14 +57,14 @@ Result<std::unique_ptr<DeepseekModel>> DeepseekModel::Load(const std::string& mo
   if (options.activation_dtype != DType::F32 && options.activation_dtype != DType::BF16)
     return Status::Error("activation dtype must be f32 or bf16");
   bool requantized = false;
-  if (options.fp8_lm_head) {
-    DI_ASSIGN_OR_RETURN(requantized, weights->requantize_lm_head_fp8(model_dir));
+  if (options.lm_head_dtype) {
+    DI_ASSIGN_OR_RETURN(requantized, weights->requantize_lm_head(model_dir, *options.lm_head_dtype));
   }
   if (options.activation_dtype == DType::BF16) weights->use_bf16_activations();
   if (options.relay_weights && !placement) weights->relay(backend);
   std::unique_ptr<DeepseekModel> model(
       new DeepseekModel(std::move(config), std::move(ckpt), std::move(weights), options, backend));
-  model->info_.lm_head_requantized = requantized;
+  if (requantized) model->info_.lm_head_requantized = options.lm_head_dtype;
   if (placement) {
     std::vector<int32_t> moe_layers;
     for (int l = 0; l < model->config_.num_hidden_layers; ++l)

@@ -269,9 +269,9 @@ void DeepseekWeights::use_bf16_activations() {
   }
 }
 
-Result<bool> DeepseekWeights::requantize_lm_head_fp8(const std::string& model_dir) {
+Result<bool> DeepseekWeights::requantize_lm_head(const std::string& model_dir, DType to) {
   const bool tied = lm_head.data == embed.data;
-  return requantize_lm_head(lm_head, tied, model_dir, tied ? "model.embed_tokens.weight" : "lm_head.weight",
+  return deepinfer::requantize_lm_head(lm_head, to, tied, model_dir, tied ? "model.embed_tokens.weight" : "lm_head.weight",
                             requantized_lm_head_);
 }
 

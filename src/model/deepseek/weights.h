@@ -100,12 +100,13 @@ struct DeepseekWeights {
   // and kv_b_proj (absorbed into attention).
   void use_bf16_activations();
 
-  // ModelOptions::fp8_lm_head: the lm_head, where stored in bf16, f16 or f32, becomes fp8 with
-  // 128 x 128 block scales (model/fp8_requantize.h) in memory of its own, and its stored pages are
-  // dropped (kept when tied: the embedding reads them). Before use_bf16_activations and relay, which
-  // then treat it as any fp8 weight. True where it was requantized; an error names the tensor (a NaN
-  // or an infinity in it).
-  Result<bool> requantize_lm_head_fp8(const std::string& model_dir);
+  // ModelOptions::lm_head_dtype: the lm_head, where stored in bf16, f16 or f32, becomes fp8 with
+  // 128 x 128 block scales or int8 with a scale per row and 128 columns (`to`: F8_E4M3 or I8_SM;
+  // model/fp8_requantize.h) in memory of its own, and its stored pages are dropped (kept when tied:
+  // the embedding reads them). Before use_bf16_activations and relay, which then treat it as any
+  // weight of its dtype. True where it was requantized; an error names the tensor (a NaN or an
+  // infinity in it).
+  Result<bool> requantize_lm_head(const std::string& model_dir, DType to);
 
   // Copies every linear weight that the backend reads faster in another layout into that layout
   // (Backend::relay_weight; after use_bf16_activations, which decides the layouts), and drops the
@@ -116,7 +117,7 @@ struct DeepseekWeights {
  private:
   std::deque<std::vector<uint8_t>> realigned_;  // copies of tensors stored at unaligned offsets
   std::deque<AlignedVector<uint8_t>> relaid_;    // weights in the backend's layout (relay)
-  AlignedVector<uint8_t> requantized_lm_head_;   // requantize_lm_head_fp8's codes and scales
+  AlignedVector<uint8_t> requantized_lm_head_;   // requantize_lm_head's codes and scales
   friend class WeightBinder;
 };
 

@@ -46,15 +46,15 @@ Result<std::unique_ptr<DeepseekV4Model>> DeepseekV4Model::Load(const std::string
   }
   DI_ASSIGN_OR_RETURN(auto weights, DeepseekV4Weights::Bind(ckpt, config, model_dir, placement ? &*placement : nullptr));
   bool requantized = false;
-  if (options.fp8_lm_head) {
-    DI_ASSIGN_OR_RETURN(requantized, weights->requantize_head_fp8(model_dir));
+  if (options.lm_head_dtype) {
+    DI_ASSIGN_OR_RETURN(requantized, weights->requantize_head(model_dir, *options.lm_head_dtype));
   }
   if (options.activation_dtype == DType::BF16) weights->use_bf16_activations();
   if (options.relay_weights && !placement) weights->relay(backend);
   auto model = std::unique_ptr<DeepseekV4Model>(
       new DeepseekV4Model(std::move(config), std::move(ckpt), std::move(weights), backend));
   model->info_.activation_dtype = options.activation_dtype;
-  model->info_.lm_head_requantized = requantized;
+  if (requantized) model->info_.lm_head_requantized = options.lm_head_dtype;
   if (options.mtp_drafting) {
     DI_ASSIGN_OR_RETURN(V4MtpBlock block, V4MtpBlock::make(*model));
     model->mtp_ = std::make_unique<V4MtpBlock>(std::move(block));

@@ -135,9 +135,9 @@ void DeepseekV4Weights::relay(Backend& backend) {
   for_each_projection([&](LinearWeight& w) { relay_into(backend, w, relaid_); });
 }
 
-Result<bool> DeepseekV4Weights::requantize_head_fp8(const std::string& model_dir) {
+Result<bool> DeepseekV4Weights::requantize_head(const std::string& model_dir, DType to) {
   const bool tied = head.data == embed.data;
-  return requantize_lm_head(head, tied, model_dir, tied ? "embed.weight" : "head.weight", requantized_head_);
+  return requantize_lm_head(head, to, tied, model_dir, tied ? "embed.weight" : "head.weight", requantized_head_);
 }
 
 }  // namespace deepinfer

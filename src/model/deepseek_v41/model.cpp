@@ -25,8 +25,8 @@ Result<std::unique_ptr<DeepseekV41Model>> DeepseekV41Model::Load(const std::stri
   }
   DI_ASSIGN_OR_RETURN(auto weights, DeepseekV41Weights::Bind(ckpt, config, model_dir, placement ? &*placement : nullptr));
   bool requantized = false;
-  if (options.fp8_lm_head) {
-    DI_ASSIGN_OR_RETURN(requantized, weights->requantize_head_fp8(model_dir));
+  if (options.lm_head_dtype) {
+    DI_ASSIGN_OR_RETURN(requantized, weights->requantize_head(model_dir, *options.lm_head_dtype));
   }
   if (options.activation_dtype == DType::BF16) weights->use_bf16_activations();
   if (options.relay_weights && !placement) weights->relay(backend);
@@ -53,7 +53,7 @@ Result<std::unique_ptr<DeepseekV41Model>> DeepseekV41Model::Load(const std::stri
   auto model = std::unique_ptr<DeepseekV41Model>(
       new DeepseekV41Model(std::move(config), std::move(ckpt), std::move(weights), backend));
   model->compressed_ids_ = std::move(compressed);
-  model->info_.lm_head_requantized = requantized;
+  if (requantized) model->info_.lm_head_requantized = options.lm_head_dtype;
   model->info_.activation_dtype = options.activation_dtype;
   model->engram_hashes_ = std::move(hashes);
   if (placement) {  // every layer is an MoE layer

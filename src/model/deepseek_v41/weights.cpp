@@ -142,9 +142,9 @@ Result<std::unique_ptr<DeepseekV41Weights>> DeepseekV41Weights::Bind(const Check
   return w;
 }
 
-Result<bool> DeepseekV41Weights::requantize_head_fp8(const std::string& model_dir) {
+Result<bool> DeepseekV41Weights::requantize_head(const std::string& model_dir, DType to) {
   const bool tied = head.data == embed.data;
-  return requantize_lm_head(head, tied, model_dir, tied ? "embed.weight" : "head.weight", requantized_head_);
+  return requantize_lm_head(head, to, tied, model_dir, tied ? "embed.weight" : "head.weight", requantized_head_);
 }
 
 void DeepseekV41Weights::for_each_projection(const std::function<void(LinearWeight&)>& f) {

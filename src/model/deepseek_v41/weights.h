@@ -105,10 +105,11 @@ struct DeepseekV41Weights {
   // not with expert parallelism.
   void relay(Backend& backend);
 
-  // ModelOptions::fp8_lm_head: the head, where stored in bf16, f16 or f32, becomes fp8 with 128 x 128
-  // block scales (model/fp8_requantize.h). True where it was requantized; an error names the
-  // tensor (a NaN or an infinity in it).
-  Result<bool> requantize_head_fp8(const std::string& model_dir);
+  // ModelOptions::lm_head_dtype: the head, where stored in bf16, f16 or f32, becomes fp8 with
+  // 128 x 128 block scales or int8 with a scale per row and 128 columns (`to`: F8_E4M3 or I8_SM;
+  // model/fp8_requantize.h). Before use_bf16_activations and relay. True where it was requantized;
+  // an error names the tensor (a NaN or an infinity in it).
+  Result<bool> requantize_head(const std::string& model_dir, DType to);
 
  private:
   std::deque<std::vector<uint8_t>> owned_;
