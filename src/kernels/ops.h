@@ -154,10 +154,12 @@ struct MlaAttentionParams {
   MlaCacheLayout layout;
   int block_size = 0;
   int kind = 0;                     // which of each sequence's block tables indexes `cache`
-  // F32, or BF16 (bf16 cache only): each head's [q_latent | q_pe] is rounded to bf16 and the
+  // F32, or BF16 (bf16 or fp8 cache): each head's [q_latent | q_pe] is rounded to bf16 and the
   // scores are bf16 dot products with the cached keys as stored; the softmax weights are rounded
   // to bf16 for the value sum (bf16 products, f32 accumulation) while the running sums take them
-  // unrounded, as MlaExpandedAttentionParams' BF16 does.
+  // unrounded, as MlaExpandedAttentionParams' BF16 does. An fp8 cache is read as the bf16 cache
+  // holding each latent dequantized and rounded to bf16 (bf16 of the f32 product code * scale),
+  // bit for bit.
   DType dot_dtype = DType::F32;
 };
 
@@ -186,8 +188,9 @@ struct MlaExpandedAttentionParams {
   MlaCacheLayout layout;
   int block_size = 0;
   int kind = 0;                    // which of each sequence's block tables indexes `cache`
-  // F32: every product in f32 (latents widened). BF16 (bf16 cache only): the cached latents
-  // multiply kv_b_proj as stored (bf16 activations, where admits_bf16_activations(*w_kv_b)),
+  // F32: every product in f32 (latents widened). BF16 (bf16 or fp8 cache): the cached latents
+  // multiply kv_b_proj as stored (an fp8 cache's dequantized to f32 and so rounded to bf16, as
+  // MlaAttentionParams' BF16 reads them; bf16 activations, where admits_bf16_activations(*w_kv_b)),
   // queries, expanded keys and values and the softmax weights are rounded to bf16, and both the
   // scores and the value sums are bf16 dot products (f32 accumulation).
   DType dot_dtype = DType::F32;

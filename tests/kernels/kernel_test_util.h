@@ -189,6 +189,26 @@ inline std::vector<float> bf16_rounded(const float* x, size_t n) {
   return out;
 }
 
+// An fp8 MLA cache's bytes as the bf16 cache (same slots) whose entries hold each latent
+// dequantized and rounded to bf16 (bf16 of the f32 product code * scale, per kFp8GroupSize
+// values) and the rope part as stored: what MlaAttentionParams' BF16 dots read an fp8 cache as.
+inline std::vector<uint8_t> fp8_cache_as_bf16(const std::vector<uint8_t>& cache, const MlaCacheLayout& fp8) {
+  const int c = fp8.kv_lora_rank, r = fp8.qk_rope_head_dim, g = MlaCacheLayout::kFp8GroupSize;
+  const MlaCacheLayout bf16{DType::BF16, c, r};
+  const size_t slots = cache.size() / fp8.bytes_per_token();
+  std::vector<uint8_t> out(slots * bf16.bytes_per_token());
+  for (size_t i = 0; i < slots; ++i) {
+    const uint8_t* e = cache.data() + i * fp8.bytes_per_token();
+    std::vector<float> scales(size_t((c + g - 1) / g));
+    std::memcpy(scales.data(), e + c, scales.size() * 4);
+    std::vector<uint16_t> entry(size_t(c + r));
+    for (int j = 0; j < c; ++j) entry[size_t(j)] = f32_to_bf16(fp8_e4m3_to_f32(e[j]) * scales[size_t(j / g)]);
+    std::memcpy(entry.data() + c, e + c + scales.size() * 4, size_t(r) * 2);
+    std::memcpy(out.data() + i * bf16.bytes_per_token(), entry.data(), entry.size() * 2);
+  }
+  return out;
+}
+
 inline double ref_dot(const float* x, const std::vector<float>& w) {
   double acc = 0;
   for (size_t i = 0; i < w.size(); ++i) acc += double(x[i]) * double(w[i]);

@@ -1,7 +1,8 @@
 // MLA attention over the paged latent cache: against a scalar softmax reference for every cache
 // dtype and ISA, and bitwise per-row invariance (a row alone on one thread equals the same row
-// in a mixed decode + prefill batch on many threads); also with bf16 dots over a bf16 cache,
-// against the reference on bf16-rounded queries, within the weights' bf16 rounding. Three cache
+// in a mixed decode + prefill batch on many threads); also with bf16 dots over a bf16 or fp8 cache,
+// against the reference on bf16-rounded queries (and fp8 latents rounded to bf16), within the
+// weights' bf16 rounding, and an fp8 cache's bits against the bf16 cache of its rounded entries. Three cache
 // shapes: entries that are not whole 32-element chunks, entries that are (read in place by the
 // amx level's tiles) with more heads than two tiles, and pages that 16-key tiles straddle.
 #include <gtest/gtest.h>
@@ -68,8 +69,9 @@ struct CacheFixture {
     return b;
   }
 
-  // Cached key of sequence s at position t, as the kernel must read it: latent then rope part.
-  std::vector<float> key(size_t s, int32_t t) const {
+  // Cached key of sequence s at position t, as the kernel must read it: latent then rope part (with
+  // bf16 dots an fp8 latent rounded to bf16 once dequantized).
+  std::vector<float> key(size_t s, int32_t t, DType dot = DType::F32) const {
     const uint8_t* e = cache.data() +
                        (size_t(tables[s][size_t(t / kBlock)]) * kBlock + size_t(t % kBlock)) * layout.bytes_per_token();
     std::vector<float> k(kC + kRope);
@@ -80,7 +82,10 @@ struct CacheFixture {
     } else {
       const int groups = (kC + 127) / 128;
       const float* sc = reinterpret_cast<const float*>(e + kC);
-      for (int i = 0; i < kC; ++i) k[size_t(i)] = fp8_e4m3_to_f32(e[i]) * sc[i / 128];
+      for (int i = 0; i < kC; ++i) {
+        k[size_t(i)] = fp8_e4m3_to_f32(e[i]) * sc[i / 128];
+        if (dot == DType::BF16) k[size_t(i)] = bf16_to_f32(f32_to_bf16(k[size_t(i)]));
+      }
       for (int i = 0; i < kRope; ++i)
         k[size_t(kC + i)] = bf16_to_f32(reinterpret_cast<const uint16_t*>(e + kC + groups * 4)[i]);
     }
@@ -146,7 +151,7 @@ TEST_P(MlaAttention, MatchesReferenceAndIsBatchInvariant) {
         std::vector<double> sc(static_cast<size_t>(n_keys));
         double mx = -1e300;
         for (int32_t t = 0; t < n_keys; ++t) {
-          const std::vector<float> k = st.key(si, t);
+          const std::vector<float> k = st.key(si, t, dot_dtype);
           double dot = 0;
           for (int c = 0; c < kC; ++c) dot += double(ql[c]) * k[size_t(c)];
           for (int c = 0; c < kRope; ++c) dot += double(qp[c]) * k[size_t(kC + c)];
@@ -159,7 +164,7 @@ TEST_P(MlaAttention, MatchesReferenceAndIsBatchInvariant) {
         // allowed 2^-8 * sum_t p_t |v_t| on top.
         std::vector<double> want(kC, 0.0), weighted_abs(kC, 0.0);
         for (int32_t t = 0; t < n_keys; ++t) {
-          const std::vector<float> k = st.key(si, t);
+          const std::vector<float> k = st.key(si, t, dot_dtype);
           for (int c = 0; c < kC; ++c) {
             want[size_t(c)] += sc[size_t(t)] / sum * k[size_t(c)];
             weighted_abs[size_t(c)] += sc[size_t(t)] / sum * std::fabs(k[size_t(c)]);
@@ -196,7 +201,8 @@ INSTANTIATE_TEST_SUITE_P(IsasAndCacheDtypes, MlaAttention,
                                             ::testing::Values(Dtypes{DType::F32, DType::F32},
                                                               Dtypes{DType::BF16, DType::F32},
                                                               Dtypes{DType::F8_E4M3, DType::F32},
-                                                              Dtypes{DType::BF16, DType::BF16}),
+                                                              Dtypes{DType::BF16, DType::BF16},
+                                                              Dtypes{DType::F8_E4M3, DType::BF16}),
                                             ::testing::Range(0, int(std::size(kShapes)))),
                          [](const auto& info) {
                            const Dtypes t = std::get<1>(info.param);
@@ -207,6 +213,45 @@ INSTANTIATE_TEST_SUITE_P(IsasAndCacheDtypes, MlaAttention,
                                   "_rope" + std::to_string(sh.rope) + "_heads" + std::to_string(sh.heads) +
                                   "_block" + std::to_string(sh.block);
                          });
+
+// With bf16 dots an fp8 cache is the bf16 cache holding its latents dequantized and rounded to bf16
+// (fp8_cache_as_bf16, the definition in MlaAttentionParams), bit for bit, at every level: the
+// amx level's tiles convert keys they cannot read in place, the vector kernels a block at a time.
+TEST(MlaAttentionFp8, Bf16DotsReadTheBf16CacheOfItsRoundedEntries) {
+  for (cpu::Isa isa : kAllIsas) {
+    if (!cpu::cpu_runs(isa)) continue;
+    IsaScope scope(isa);
+    for (const Shape& shape : kShapes) {
+      SCOPED_TRACE(isa_test_name(isa) + ", c " + std::to_string(shape.c) + ", heads " + std::to_string(shape.heads));
+      const CacheFixture st(DType::F8_E4M3, shape);
+      const std::vector<uint8_t> bf16_cache = fp8_cache_as_bf16(st.cache, st.layout);
+      const ForwardBatch b = st.batch({0, 1, 2, 3});
+      const int64_t n = int64_t(b.n_rows());
+      const std::vector<float> q_lat = random_floats(size_t(n * shape.heads * shape.c), 1);
+      const std::vector<float> q_pe = random_floats(size_t(n * shape.heads * shape.rope), 2);
+      std::vector<float> outs[2];
+      for (int k = 0; k < 2; ++k) {
+        outs[k].assign(size_t(n * shape.heads * shape.c), NAN);
+        MlaAttentionParams p;
+        p.q_latent = q_lat.data();
+        p.q_pe = q_pe.data();
+        p.ld_q_pe_row = int64_t(shape.heads) * shape.rope;
+        p.ld_q_pe_head = shape.rope;
+        p.out_latent = outs[k].data();
+        p.n_heads = shape.heads;
+        p.softmax_scale = 0.3f;
+        p.batch = &b;
+        p.cache = k == 0 ? st.cache.data() : bf16_cache.data();
+        p.layout = k == 0 ? st.layout : MlaCacheLayout{DType::BF16, shape.c, shape.rope};
+        p.block_size = shape.block;
+        p.dot_dtype = DType::BF16;
+        ThreadScope t(2);
+        cpu::mla_attention(p);
+      }
+      ASSERT_EQ(std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * 4), 0);
+    }
+  }
+}
 
 }  // namespace
 }  // namespace deepinfer::test

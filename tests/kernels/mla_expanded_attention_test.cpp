@@ -1,6 +1,7 @@
 // Expanded MLA attention (the prefill formulation) over the paged latent cache: against a
 // double-precision reference of the expanded math for every cache dtype, kv_b_proj dtype and ISA,
-// f32 and bf16 dot products; and bitwise per-row invariance: a sequence's rows computed all at
+// f32 and bf16 dot products (an fp8 cache with bf16 dots bitwise the bf16 cache of its rounded
+// entries); and bitwise per-row invariance: a sequence's rows computed all at
 // once, in chunks of 1, 7 and 64, and among other sequences on two threads are the same bits.
 #include <gtest/gtest.h>
 
@@ -223,8 +224,25 @@ std::vector<Case> invariance_cases() {
     out.emplace_back(isa, DType::F8_E4M3, DType::BF16, DType::F32);
     out.emplace_back(isa, DType::BF16, DType::BF16, DType::BF16);
     out.emplace_back(isa, DType::BF16, DType::F8_E4M3, DType::BF16);
+    out.emplace_back(isa, DType::F8_E4M3, DType::BF16, DType::BF16);
   }
   return out;
+}
+
+// With bf16 dots an fp8 cache is the bf16 cache of its latents dequantized and rounded to bf16
+// (fp8_cache_as_bf16), bit for bit, at every level.
+TEST(MlaExpandedAttentionFp8, Bf16DotsReadTheBf16CacheOfItsRoundedEntries) {
+  for (cpu::Isa isa : kAllIsas) {
+    if (!cpu::cpu_runs(isa)) continue;
+    IsaScope scope(isa);
+    SCOPED_TRACE(isa_test_name(isa));
+    const Fixture fp8(DType::F8_E4M3, DType::BF16);
+    Fixture bf16(DType::BF16, DType::BF16);  // the same tables, weights and queries
+    bf16.cache = fp8_cache_as_bf16(fp8.cache, fp8.layout);
+    const ForwardBatch b = fp8.batch({{0, 0, 3}, {1, 60, 70}, {2, 0, 300}});
+    const std::vector<float> a = fp8.run(b, DType::BF16, 2), c = bf16.run(b, DType::BF16, 2);
+    ASSERT_EQ(std::memcmp(a.data(), c.data(), a.size() * 4), 0);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(All, MlaExpandedAttention, ::testing::ValuesIn(cases()), case_name);

@@ -19,6 +19,7 @@ struct AttendScratch {
   std::vector<float> scores;  // [heads, kAttendKeyBlock]
   std::vector<float> run_max, run_sum;  // [heads]
   std::vector<uint16_t> q_bf16;         // [heads, kv_lora_rank + qk_rope_head_dim], bf16 scores only
+  std::vector<uint16_t> keys_bf16;      // [kAttendKeyBlock, kv_lora_rank + qk_rope_head_dim], bf16 scores on an fp8 cache
 };
 
 // Keys are processed in blocks at fixed absolute positions [i * kAttendKeyBlock, ...), with an

@@ -89,8 +89,9 @@ void mla_attention(const MlaAttentionParams& p) {
   DI_CHECK(p.batch && p.cache && p.q_latent && p.q_pe && p.out_latent && p.n_heads > 0);
   check_batch(*p.batch, p.block_size, p.kind);
   DI_CHECK(p.layout.dtype == DType::F32 || p.layout.dtype == DType::BF16 || p.layout.dtype == DType::F8_E4M3);
-  DI_CHECK_MSG(p.dot_dtype == DType::F32 || (p.dot_dtype == DType::BF16 && p.layout.dtype == DType::BF16),
-               "bf16 attention dots need a bf16 cache");
+  DI_CHECK_MSG(p.dot_dtype == DType::F32 ||
+                   (p.dot_dtype == DType::BF16 && (p.layout.dtype == DType::BF16 || p.layout.dtype == DType::F8_E4M3)),
+               "bf16 attention dots need a bf16 or fp8 cache");
   const ForwardBatch& b = *p.batch;
   const int64_t n_rows = int64_t(b.n_rows());
   if (n_rows == 0) return;

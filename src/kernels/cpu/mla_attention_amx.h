@@ -1,5 +1,7 @@
-// Absorbed MLA attention on AMX tiles, for bf16 dots over a bf16 cache (MlaAttentionParams'
-// dot_dtype BF16). Included only by kernels_amx.cpp; f32 dots take the vector kernel.
+// Absorbed MLA attention on AMX tiles, for bf16 dots (MlaAttentionParams' dot_dtype BF16) over a
+// bf16 cache, or an fp8 one read as the bf16 cache holding each entry's latent dequantized and
+// rounded to bf16 (as mla_attention_kernels.h). Included only by kernels_amx.cpp; f32 dots take the
+// vector kernel.
 //
 // A row's heads go in tiles of 16 (padding heads are zero queries, never stored). Keys are read in
 // blocks of kAmxAttendKeyBlock positions at fixed absolute offsets, 16 keys to a tile, straight
@@ -50,6 +52,7 @@ struct AmxAttendScratch {
   AlignedVector<float> scores;       // [kAmxAttendKeyBlock][16 heads]: scores, then weights
   AlignedVector<uint32_t> weights;   // [kGroupsPerBlock][parity][16 heads][16 keys]: A operands
   AlignedVector<uint16_t> key_rows;  // [kGroupsPerBlock][16][dk_pad]: keys that cannot be read in place
+  AlignedVector<float> key_f32;      // [16][dk]: an fp8 cache's keys dequantized, before rounding
   AlignedVector<float> sums;         // [parity][16 heads][16]: one column group's block sums
 };
 
@@ -60,18 +63,22 @@ struct KeyTile {
 };
 
 // The 16 keys from position t0 (n_valid of them in the row's causal range): in place where they are
-// whole chunks in one page, else copied into rows (zero past dk and past n_valid, so that padding
-// never multiplies a stray NaN into a kept score).
+// whole chunks in one page of a bf16 cache, else copied into rows (an fp8 cache's dequantized
+// through f32 scratch `f` [16][dk] and rounded to bf16; zero past dk and past n_valid, so that
+// padding never multiplies a stray NaN into a kept score).
 inline KeyTile key_tile(const MlaAttentionParams& p, const BatchSequence& s, int32_t t0, int n_valid, int dk,
-                        int dk_pad, uint16_t* rows) {
+                        int dk_pad, uint16_t* rows, float* f) {
   const int64_t bpt = int64_t(p.layout.bytes_per_token());
   const int32_t in_page = t0 % p.block_size;
-  if (n_valid == kKeyTile && dk == dk_pad && in_page + kKeyTile <= p.block_size)
+  const bool fp8 = p.layout.dtype == DType::F8_E4M3;
+  if (!fp8 && n_valid == kKeyTile && dk == dk_pad && in_page + kKeyTile <= p.block_size)
     return {cache_entry(p, s, t0), bpt};
+  if (fp8) load_key_block<Avx512Bf16>(p, s, t0, n_valid, f);
   for (int i = 0; i < kKeyTile; ++i) {
     uint16_t* dst = rows + size_t(i) * dk_pad;
     if (i < n_valid) {
-      std::memcpy(dst, cache_entry(p, s, t0 + i), size_t(dk) * 2);
+      if (fp8) Avx512Bf16::round_to_bf16(f + size_t(i) * dk, dst, dk);
+      else std::memcpy(dst, cache_entry(p, s, t0 + i), size_t(dk) * 2);
       std::fill(dst + dk, dst + dk_pad, uint16_t(0));
     } else {
       std::fill(dst, dst + dk_pad, uint16_t(0));
@@ -93,7 +100,7 @@ inline void weight_tiles(const float* p, uint32_t* even, uint32_t* odd) {
   }
 }
 
-// The row's attention for heads [h0, h1) with bf16 dots (p.dot_dtype BF16, bf16 cache).
+// The row's attention for heads [h0, h1) with bf16 dots (p.dot_dtype BF16, bf16 or fp8 cache).
 inline void mla_attend_row_tiles(const MlaAttentionParams& p, const BatchSequence& s, int64_t row, int h0, int h1) {
   using V = Avx512Bf16;
   constexpr int T = kAmxAttendKeyBlock;
@@ -111,6 +118,7 @@ inline void mla_attend_row_tiles(const MlaAttentionParams& p, const BatchSequenc
   ws.scores.resize(size_t(T) * 16);
   ws.weights.resize(size_t(kGroupsPerBlock) * 2 * 256);
   ws.key_rows.resize(size_t(kGroupsPerBlock) * 16 * dk_pad);
+  if (p.layout.dtype == DType::F8_E4M3) ws.key_f32.resize(size_t(16) * dk);
   ws.sums.resize(2 * 256);
 
   // Queries: each head's [q_latent | q_pe], packed per head tile.
@@ -133,7 +141,7 @@ inline void mla_attend_row_tiles(const MlaAttentionParams& p, const BatchSequenc
     const int n_t = std::min<int32_t>(T, n_keys - t0), n_g = (n_t + 15) / 16;
     for (int g = 0; g < n_g; ++g)
       src[g] = key_tile(p, s, t0 + g * 16, std::min(16, n_t - g * 16), dk, dk_pad,
-                        ws.key_rows.data() + size_t(g) * 16 * dk_pad);
+                        ws.key_rows.data() + size_t(g) * 16 * dk_pad, ws.key_f32.data());
 
     for (int ht = 0; ht < n_ht; ++ht) {
       // Scores, two key tiles at a time: tmm0/1 += keys (tmm4/5) x queries (tmm6).

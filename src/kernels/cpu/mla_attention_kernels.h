@@ -8,7 +8,9 @@
 // With dot_dtype BF16 (bf16 cache), the scores multiply the row's bf16-rounded queries with
 // the cached bf16 keys as stored: VDPBF16PS where V has it, else both widened to f32; the
 // weights are rounded to bf16 before the value sum (exact products with the widened latents).
-// The amx level runs BF16 on tiles instead (mla_attention_amx.h).
+// An fp8 cache with dot_dtype BF16 is read as the bf16 cache that holds each entry's latent
+// dequantized and rounded to bf16 (bf16 of the f32 product code * scale, nearest even), bit for
+// bit. The amx level runs BF16 on tiles instead (mla_attention_amx.h).
 #pragma once
 
 #include <algorithm>
@@ -232,6 +234,8 @@ void mla_attend_row(const MlaAttentionParams& p, const BatchSequence& s, int64_t
   auto out = [&](int h) { return p.out_latent + (row * p.n_heads + h0 + h) * c; };
   for (int h = 0; h < n_h; ++h) std::fill_n(out(h), c, 0.0f);
   const bool bf16_dots = p.dot_dtype == DType::BF16;
+  const bool bf16_keys = bf16_dots && p.layout.dtype == DType::F8_E4M3;
+  if (bf16_keys) ws.keys_bf16.resize(size_t(T) * size_t(dk));
   if (bf16_dots) {  // [q_latent | q_pe] of each head, rounded to bf16
     ws.q_bf16.resize(size_t(n_h) * size_t(dk));
     for (int h = 0; h < n_h; ++h) {
@@ -243,6 +247,10 @@ void mla_attend_row(const MlaAttentionParams& p, const BatchSequence& s, int64_t
   for (int32_t t0 = 0; t0 < n_keys; t0 += T) {
     const int n_t = std::min<int32_t>(T, n_keys - t0);
     load_key_block<V>(p, s, t0, n_t, ws.keys.data());
+    if (bf16_keys) {  // an fp8 cache's entries as bf16, for the scores and (widened) the values
+      round_to_bf16<V>(ws.keys.data(), ws.keys_bf16.data(), int64_t(n_t) * dk);
+      widen_bf16<V>(ws.keys_bf16.data(), n_t * dk, ws.keys.data());
+    }
     const float* keys = ws.keys.data();
 
     // Scores: tiles of 4 heads x 4 keys (short tiles repeat their last member).
@@ -266,12 +274,13 @@ void mla_attend_row(const MlaAttentionParams& p, const BatchSequence& s, int64_t
         for (int i = 0; i < 4; ++i)
 #pragma GCC unroll 4
           for (int j = 0; j < 4; ++j) acc[i][j] = V::zero();
-        if (bf16_dots) {  // one run over [latent | k_pe] as stored in the bf16 cache
+        if (bf16_dots) {  // one run over [latent | k_pe] as stored in the bf16 cache (or as rounded from fp8)
           const uint16_t* qb[4];
           const uint16_t* kb[4];
           for (int i = 0; i < 4; ++i) qb[i] = ws.q_bf16.data() + size_t(std::min(hb + i, n_h - 1)) * dk;
           for (int j = 0; j < 4; ++j)
-            kb[j] = reinterpret_cast<const uint16_t*>(cache_entry(p, s, t0 + std::min(tb + j, n_t - 1)));
+            kb[j] = bf16_keys ? ws.keys_bf16.data() + size_t(std::min(tb + j, n_t - 1)) * dk
+                              : reinterpret_cast<const uint16_t*>(cache_entry(p, s, t0 + std::min(tb + j, n_t - 1)));
           accumulate_dots<V, 4, 4>(qb, kb, dk, acc);
         } else {
           accumulate_dots<V, 4, 4>(ql, kl, c, acc);

@@ -65,8 +65,9 @@ void mla_expanded_attention(const MlaExpandedAttentionParams& p) {
   DI_CHECK(p.w_kv_b->n_out == int64_t(p.n_heads) * (p.qk_nope_head_dim + p.v_head_dim) &&
            p.w_kv_b->n_in == p.layout.kv_lora_rank);
   DI_CHECK(p.layout.dtype == DType::F32 || p.layout.dtype == DType::BF16 || p.layout.dtype == DType::F8_E4M3);
-  DI_CHECK_MSG(p.dot_dtype == DType::F32 || (p.dot_dtype == DType::BF16 && p.layout.dtype == DType::BF16),
-               "bf16 expanded attention needs a bf16 cache");
+  DI_CHECK_MSG(p.dot_dtype == DType::F32 ||
+                   (p.dot_dtype == DType::BF16 && (p.layout.dtype == DType::BF16 || p.layout.dtype == DType::F8_E4M3)),
+               "bf16 expanded attention needs a bf16 or fp8 cache");
   const ForwardBatch& b = *p.batch;
   DI_CHECK(b.positions.size() == b.n_rows() && p.block_size > 0 && p.kind >= 0 && p.kind < kMaxKvKinds);
   for (const BatchSequence& s : b.seqs) {

@@ -260,7 +260,9 @@ void DeepseekModel::expanded_attention(const MlaWeights& a, const ForwardBatch& 
 }
 
 DType DeepseekModel::attention_dot_dtype(DType cache_dtype) const {
-  return info_.activation_dtype == DType::BF16 && cache_dtype == DType::BF16 ? DType::BF16 : DType::F32;
+  return info_.activation_dtype == DType::BF16 && (cache_dtype == DType::BF16 || cache_dtype == DType::F8_E4M3)
+             ? DType::BF16
+             : DType::F32;
 }
 
 void DeepseekModel::ffn(const LayerWeights& L, const float* h, int64_t n, float* out) {

@@ -71,7 +71,7 @@ class DeepseekModel final : public CausalLM {
   void expanded_attention(const MlaWeights& a, const ForwardBatch& rows, const uint8_t* cache, DType dtype,
                           int block_size, int kind, const float* q, float* o);
   // Both formulations' dot products: bf16 (scores and value sums) with bf16 activations over a
-  // bf16 cache of dtype `cache_dtype`, else f32.
+  // bf16 or fp8 cache (dtype `cache_dtype`; fp8 latents rounded to bf16 as they are read), else f32.
   DType attention_dot_dtype(DType cache_dtype) const;
   void ffn(const LayerWeights& L, const float* h, int64_t n, float* out);  // dense MLP or MoE
   void dense_mlp(const MlpWeights& w, const float* h, int64_t n, int64_t inter, float* out);
