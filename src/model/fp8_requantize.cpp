@@ -27,27 +27,30 @@ void row_f32(const LinearWeight& w, int64_t r, float* out) {
     for (int64_t j = 0; j < n; ++j) out[j] = f16_to_f32(src[j]);
 }
 
-}  // namespace
-
-Result<LinearWeight> requantize_fp8(const LinearWeight& w, AlignedVector<uint8_t>& out) {
-  DI_CHECK_MSG(requantizes_to_fp8(w) && w.data != nullptr, "requantize_fp8 takes stored bf16, f16 or f32 weights");
-  constexpr int64_t B = kRequantBlock;
-  const int64_t n_out = w.n_out, n_in = w.n_in;
-  const int64_t row_blocks = (n_out + B - 1) / B, col_blocks = (n_in + B - 1) / B;
-  const size_t code_bytes = (size_t(n_out) * size_t(n_in) + 63) / 64 * 64;  // the scales start on a cache line
+// w's blocks of block_rows x block_cols as `to` codes written into `out` (resized: the codes
+// [n_out, n_in], then the scales from a cache line): scale = the block's largest |W| / max_code (1
+// for a block of zeros), code = encode(W / scale). An error names the first block row holding a
+// NaN or an infinity, which no scale keeps the block's other values for; `what` names the format.
+template <class Encode>
+Result<LinearWeight> requantize_blocks(const LinearWeight& w, AlignedVector<uint8_t>& out, DType to, int64_t block_rows,
+                                       int64_t block_cols, float max_code, Encode encode, const char* what) {
+  DI_CHECK_MSG(requantizes_to_fp8(w) && w.data != nullptr, "requantization takes stored bf16, f16 or f32 weights");
+  const int64_t n_out = w.n_out, n_in = w.n_in, R = block_rows, C = block_cols;
+  const int64_t row_blocks = (n_out + R - 1) / R, col_blocks = (n_in + C - 1) / C;
+  const size_t code_bytes = (size_t(n_out) * size_t(n_in) + 63) / 64 * 64;
   out.resize(code_bytes + size_t(row_blocks * col_blocks) * sizeof(float));
   uint8_t* codes = out.data();
   float* scales = reinterpret_cast<float*>(out.data() + code_bytes);
   int64_t bad_row = n_out;  // the first row of the first block row holding a NaN or an infinity
 #pragma omp parallel
   {
-    std::vector<float> rows(size_t(B * n_in));  // one block row in f32
-#pragma omp for schedule(dynamic, 1)
+    std::vector<float> rows(static_cast<size_t>(R * n_in));  // one block row in f32
+#pragma omp for schedule(dynamic, 16)
     for (int64_t rb = 0; rb < row_blocks; ++rb) {
-      const int64_t r0 = rb * B, nr = std::min(B, n_out - r0);
+      const int64_t r0 = rb * R, nr = std::min(R, n_out - r0);
       for (int64_t i = 0; i < nr; ++i) row_f32(w, r0 + i, rows.data() + i * n_in);
       for (int64_t cb = 0; cb < col_blocks; ++cb) {
-        const int64_t c0 = cb * B, c1 = std::min(n_in, c0 + B);
+        const int64_t c0 = cb * C, c1 = std::min(n_in, c0 + C);
         float amax = 0.0f;
         bool finite = true;
         for (int64_t i = 0; i < nr; ++i)
@@ -57,73 +60,42 @@ Result<LinearWeight> requantize_fp8(const LinearWeight& w, AlignedVector<uint8_t
             amax = std::max(amax, a);
           }
         if (!finite) {
-#pragma omp critical(requantize_fp8_bad)
+#pragma omp critical(requantize_bad_row)
           bad_row = std::min(bad_row, r0);
-          continue;
+          break;
         }
-        const float s = amax > 0.0f ? amax / 448.0f : 1.0f;
+        const float s = amax > 0.0f ? amax / max_code : 1.0f;
         scales[rb * col_blocks + cb] = s;
         for (int64_t i = 0; i < nr; ++i)
-          for (int64_t j = c0; j < c1; ++j) codes[(r0 + i) * n_in + j] = f32_to_fp8_e4m3(rows[size_t(i * n_in + j)] / s);
+          for (int64_t j = c0; j < c1; ++j) codes[(r0 + i) * n_in + j] = encode(rows[size_t(i * n_in + j)] / s);
       }
     }
   }
-  if (bad_row < n_out)
-    return Status::Error("holds a NaN or an infinity in rows " + std::to_string(bad_row) + ".." +
-                         std::to_string(std::min(n_out, bad_row + B) - 1) + ", which fp8 cannot scale");
+  if (bad_row < n_out) {
+    const int64_t last = std::min(n_out, bad_row + R) - 1;
+    return Status::Error("holds a NaN or an infinity in " +
+                         (last > bad_row ? "rows " + std::to_string(bad_row) + ".." + std::to_string(last)
+                                         : "row " + std::to_string(bad_row)) +
+                         ", which " + what + " cannot scale");
+  }
   LinearWeight q = w;
-  q.dtype = DType::F8_E4M3;
+  q.dtype = to;
   q.data = codes;
   q.scale_inv = scales;
-  q.block_rows = q.block_cols = int(B);
+  q.block_rows = int(R);
+  q.block_cols = int(C);
   q.scale_e8m0 = nullptr;
   return q;
 }
 
+}  // namespace
+
+Result<LinearWeight> requantize_fp8(const LinearWeight& w, AlignedVector<uint8_t>& out) {
+  return requantize_blocks(w, out, DType::F8_E4M3, kRequantBlock, kRequantBlock, 448.0f, f32_to_fp8_e4m3, "fp8");
+}
+
 Result<LinearWeight> requantize_int8(const LinearWeight& w, AlignedVector<uint8_t>& out) {
-  DI_CHECK_MSG(requantizes_to_fp8(w) && w.data != nullptr, "requantize_int8 takes stored bf16, f16 or f32 weights");
-  constexpr int64_t B = kInt8BlockCols;
-  const int64_t n_out = w.n_out, n_in = w.n_in, col_blocks = (n_in + B - 1) / B;
-  const size_t code_bytes = (size_t(n_out) * size_t(n_in) + 63) / 64 * 64;  // the scales start on a cache line
-  out.resize(code_bytes + size_t(n_out * col_blocks) * sizeof(float));
-  uint8_t* codes = out.data();
-  float* scales = reinterpret_cast<float*>(out.data() + code_bytes);
-  int64_t bad_row = n_out;  // the first row holding a NaN or an infinity
-#pragma omp parallel
-  {
-    std::vector<float> row(static_cast<size_t>(n_in));
-#pragma omp for schedule(static)
-    for (int64_t r = 0; r < n_out; ++r) {
-      row_f32(w, r, row.data());
-      for (int64_t cb = 0; cb < col_blocks; ++cb) {
-        const int64_t c0 = cb * B, c1 = std::min(n_in, c0 + B);
-        float amax = 0.0f;
-        bool finite = true;
-        for (int64_t j = c0; j < c1; ++j) {
-          const float a = std::fabs(row[size_t(j)]);
-          finite = finite && a <= std::numeric_limits<float>::max();  // false for NaN too
-          amax = std::max(amax, a);
-        }
-        if (!finite) {
-#pragma omp critical(requantize_int8_bad)
-          bad_row = std::min(bad_row, r);
-          break;
-        }
-        const float s = amax > 0.0f ? amax / 127.0f : 1.0f;
-        scales[r * col_blocks + cb] = s;
-        for (int64_t j = c0; j < c1; ++j) codes[r * n_in + j] = f32_to_int8_sm(row[size_t(j)] / s);
-      }
-    }
-  }
-  if (bad_row < n_out) return Status::Error("holds a NaN or an infinity in row " + std::to_string(bad_row) + ", which int8 cannot scale");
-  LinearWeight q = w;
-  q.dtype = DType::I8_SM;
-  q.data = codes;
-  q.scale_inv = scales;
-  q.block_rows = 1;
-  q.block_cols = int(B);
-  q.scale_e8m0 = nullptr;
-  return q;
+  return requantize_blocks(w, out, DType::I8_SM, 1, kInt8BlockCols, 127.0f, f32_to_int8_sm, "int8");
 }
 
 Result<bool> requantize_lm_head(LinearWeight& head, DType to, bool tied, const std::string& model_dir,

@@ -174,40 +174,32 @@ TEST(RequantizeInt8, Bf16F16AndF32SourcesGiveNearestCodesPerRowBlockScale) {
   });
 }
 
-TEST(RequantizeInt8, NanOrInfinityIsAnErrorNamingTheRow) {
-  const int64_t n_out = 40, n_in = 256;
-  for (float bad : {-INFINITY, NAN}) {
-    std::vector<float> w(size_t(n_out * n_in), 0.25f);
-    w[size_t(37 * n_in + 200)] = bad;
-    w[size_t(21 * n_in + 3)] = 3e38f;  // finite: fine
+// An f32 weight [n_out, n_in] of 0.5 with `bad` at (bad_row, 3) and a large finite value elsewhere:
+// requantize fails with a message that names `rows`.
+template <class Requantize>
+void expect_bad_values_named(Requantize requantize, int64_t n_out, int64_t n_in, int64_t bad_row, const std::string& rows) {
+  for (float bad : {INFINITY, -INFINITY, NAN, -NAN}) {
+    std::vector<float> w(size_t(n_out * n_in), 0.5f);
+    w[size_t(bad_row * n_in + 3)] = bad;
+    w[size_t((n_out - 10) * n_in + 5)] = 1e38f;  // finite: fine
     LinearWeight src;
     src.dtype = DType::F32;
     src.data = w.data();
     src.n_out = n_out;
     src.n_in = n_in;
     AlignedVector<uint8_t> store;
-    Result<LinearWeight> q = requantize_int8(src, store);
+    Result<LinearWeight> q = requantize(src, store);
     ASSERT_FALSE(q.ok()) << bad;
-    EXPECT_NE(q.status().message().find("row 37,"), std::string::npos) << q.status().message();
+    EXPECT_NE(q.status().message().find(rows), std::string::npos) << q.status().message();
   }
 }
 
 TEST(RequantizeFp8, NanOrInfinityIsAnErrorNamingTheRows) {
-  const int64_t n_out = 300, n_in = 64;
-  for (float bad : {INFINITY, -NAN}) {
-    std::vector<float> w(size_t(n_out * n_in), 0.5f);
-    w[size_t(260 * n_in + 3)] = bad;
-    w[size_t(290 * n_in + 5)] = 1e38f;  // finite: fine
-    LinearWeight src;
-    src.dtype = DType::F32;
-    src.data = w.data();
-    src.n_out = n_out;
-    src.n_in = n_in;
-    AlignedVector<uint8_t> store;
-    Result<LinearWeight> q = requantize_fp8(src, store);
-    ASSERT_FALSE(q.ok()) << bad;
-    EXPECT_NE(q.status().message().find("rows 256..299"), std::string::npos) << q.status().message();
-  }
+  expect_bad_values_named(requantize_fp8, 300, 64, 260, "rows 256..299, which fp8");
+}
+
+TEST(RequantizeInt8, NanOrInfinityIsAnErrorNamingTheRow) {
+  expect_bad_values_named(requantize_int8, 40, 256, 27, "row 27, which int8");
 }
 
 // The stored lm_head of a bf16 model (`head` picks it) and its requantized copy in a second load

@@ -53,25 +53,25 @@ struct WeightReader<V, DType::F16> {
   static typename V::F load(const E* p) { return V::from_f16(p); }
   static typename V::F load_n(const E* p, int n) { return V::from_f16_n(p, n); }
 };
-// Byte codes with block scales: vectors come out as value * 2^-8 (fp8) or value (int8); callers
-// multiply by scale_inv * kScaleFactor, which gives exactly the rounded product value * scale_inv.
-template <class V>
-struct WeightReader<V, DType::F8_E4M3> {
+// Byte codes with block scales (fp8, int8): vectors come out as value * 2^-8 (fp8) or value (int8);
+// callers multiply by scale_inv * kScaleFactor, which gives exactly the rounded product
+// value * scale_inv.
+template <class V, DType T>
+  requires(has_block_scales(T))
+struct WeightReader<V, T> {
   using E = uint8_t;
   static constexpr bool kScaled = true;
-  static constexpr DType kCodes = DType::F8_E4M3;
-  static constexpr float kScaleFactor = 256.0f;
-  static typename V::F load(const E* p) { return V::from_fp8(p); }
-  static typename V::F load_n(const E* p, int n) { return V::from_fp8_n(p, n); }
-};
-template <class V>
-struct WeightReader<V, DType::I8_SM> {
-  using E = uint8_t;
-  static constexpr bool kScaled = true;
-  static constexpr DType kCodes = DType::I8_SM;
-  static constexpr float kScaleFactor = 1.0f;
-  static typename V::F load(const E* p) { return V::from_i8sm(p); }
-  static typename V::F load_n(const E* p, int n) { return V::from_i8sm_n(p, n); }
+  static constexpr bool kFp8 = T == DType::F8_E4M3;
+  static constexpr DType kCodes = T;
+  static constexpr float kScaleFactor = kFp8 ? 256.0f : 1.0f;
+  static typename V::F load(const E* p) {
+    if constexpr (kFp8) return V::from_fp8(p);
+    else return V::from_i8sm(p);
+  }
+  static typename V::F load_n(const E* p, int n) {
+    if constexpr (kFp8) return V::from_fp8_n(p, n);
+    else return V::from_i8sm_n(p, n);
+  }
 };
 
 // Activation vectors: f32, or bf16 widened exactly.
