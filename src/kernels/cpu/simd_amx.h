@@ -1,12 +1,12 @@
 // AMX (TMUL, bf16): bf16, fp8 (e4m3, block scales), int8 (I8_SM, block scales) and FP4 (e2m1,
-// UE8M0 per 32) weights against
-// bf16 activations on tiles, for every batch size. Included only by kernels_amx.cpp, compiled for
-// it and run only where the CPU has AMX and the OS granted the tile state (isa.cpp).
+// UE8M0 per 32) weights against bf16 activations on tiles, for every batch size. Included only by
+// kernels_amx.cpp, compiled for it and run only where the CPU has AMX and the OS granted the tile
+// state (isa.cpp).
 //
 // Operands. Weights are the A operand: a tile is 16 weight rows x 32 columns, copied per call from
 // the stored [n_out, n_in] rows into contiguous bf16 panels (copy_panels), exactly
-// (amx_weight_rows.h: fp8 and int8 codes to their bf16, FP4 nibbles times their scale). Activations are the B
-// operand, packed once per call by pack_bf16x into token tiles (layout in kernel_table.h): for
+// (amx_weight_rows.h: fp8 and int8 codes to their bf16, FP4 nibbles times their scale).
+// Activations are the B operand, packed once per call by pack_bf16x into token tiles (layout in kernel_table.h): for
 // token tile t and k chunk c, row p of the 1 KiB block holds pair p (elements 32c + 2p,
 // 32c + 2p + 1) of each of the tile's 16 tokens. C = A x B is then [16 outputs, 16 tokens] in
 // f32, transposed into y by the epilogue. Past n_in, m and the block's outputs both operands are
