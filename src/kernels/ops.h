@@ -39,10 +39,11 @@ struct LinearWeight {
   // F8_E4M3, I8_SM and F4_E2M1: the weights stored tile-major instead of by rows (Backend::relay_weight;
   // only the CPU level whose packed blocks run on AMX tiles reads this layout). Block b = t * kc +
   // c (kc = ceil(n_in / 32)) holds the 16 x 32 weights of rows [16t, 16t + 16) and columns
-  // [32c, 32c + 32), row after row: fp8 and int8 512 code bytes at data + 512 b, zero past n_out and n_in
-  // (scale_inv: a copy of the stored scales, after the blocks); FP4 256 bytes of nibbles at
-  // data + 256 b, the 16 rows' scale bytes at scale_e8m0 + 16 b (after the blocks), zero nibbles
-  // past n_out. The same values as stored, so every output keeps its bits.
+  // [32c, 32c + 32): fp8 and int8 512 code bytes at data + 512 b in pair order (columns 32c + 2p and
+  // 32c + 2p + 1 of row 16t + r at bytes 32p + 2r and 32p + 2r + 1: the tiles' B operand), zero past
+  // n_out and n_in (scale_inv: a copy of the stored scales, after the blocks); FP4 256 bytes of
+  // nibbles at data + 256 b, row after row, the 16 rows' scale bytes at scale_e8m0 + 16 b (after the
+  // blocks), zero nibbles past n_out. The same values as stored, so every output keeps its bits.
   bool tile_major = false;
 };
 

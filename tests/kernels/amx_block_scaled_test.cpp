@@ -168,10 +168,10 @@ void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b) 
   for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(std::memcmp(&a[i], &b[i], 4), 0) << "element " << i << ": " << a[i] << " vs " << b[i];
 }
 
-// w (fp8 or FP4) relaid tile-major (cpu::relay_weight) into buf (filled with 0xff first), checked
-// byte for byte against LinearWeight::tile_major's layout: the bytes of row 16t + r, columns
-// [32c, 32c + 32) at block (t * kc + c), row r (32 bytes of fp8 codes, 16 of FP4 nibbles), zero
-// past n_out and n_in; then the fp8 scales (a copy) or the FP4 blocks' scale bytes.
+// w (fp8, int8 or FP4) relaid tile-major (cpu::relay_weight) into buf (filled with 0xff first),
+// checked byte for byte against LinearWeight::tile_major's layout: the bytes of rows 16t..16t + 15,
+// columns [32c, 32c + 32) in block (t * kc + c) (codes in pair order, FP4 nibbles row after row),
+// zero past n_out and n_in; then the fp8 and int8 scales (a copy) or the FP4 blocks' scale bytes.
 LinearWeight tile_major(const LinearWeight& w, AlignedVector<uint8_t>& buf) {
   buf.assign(cpu::relaid_bytes(w), 0xff);
   EXPECT_FALSE(buf.empty()) << "the amx level relays fp8 and FP4 weights with bf16 activations";
@@ -183,7 +183,10 @@ LinearWeight tile_major(const LinearWeight& w, AlignedVector<uint8_t>& buf) {
   const int64_t chunk = fp8 ? 32 : 16, block = 16 * chunk;
   const uint8_t* stored = static_cast<const uint8_t*>(w.data);
   for (int64_t i = 0; i < blocks * block; ++i) {
-    const int64_t b = i / block, row = b / kc * 16 + i % block / chunk, at = b % kc * chunk + i % chunk;
+    // fp8 and int8 in pair order: byte 32p + 2r + e of a block is column 2p + e of row r.
+    const int64_t b = i / block, in = i % block;
+    const int64_t row = b / kc * 16 + (fp8 ? in % 32 / 2 : in / chunk);
+    const int64_t at = b % kc * chunk + (fp8 ? in / 32 * 2 + in % 2 : in % chunk);
     const uint8_t want = row < w.n_out && at < row_bytes ? stored[row * row_bytes + at] : 0;
     if (buf[size_t(i)] != want) {
       ADD_FAILURE() << "byte " << i << " (row " << row << ", byte " << at << " of it): " << int(buf[size_t(i)]) << ", want " << int(want);

@@ -5,10 +5,11 @@
 //  - F8_E4M3 and I8_SM: every code but NaN to its bf16 through Avx512Bf16's two byte lookups
 //    (fp8x64_to_bf16 with the dtype's tables, subnormals and signed zeros included; e4m3's exponents
 //    and 3 mantissa bits lie inside bf16, as do the integers 0-127); the block scales are applied by
-//    the tile loop, per block partial sum; tile-major codes a whole 16 x 32 block at a time (tile_block);
+//    the tile loop, per block partial sum; tile-major codes a whole 16 x 32 block at a time, in pair
+//    order (pair_block);
 //  - F4_E2M1: each nibble times its UE8M0 scale (E2M1 * 2^(e - 127) is a bf16 value) through
 //    Fp4Widen<Avx512Bf16>::block_bf16, so FP4 weights on tiles are exactly the weights expanded
-//    to bf16 on tiles; tile-major nibbles a whole 16 x 32 block at a time (tile_block).
+//    to bf16 on tiles; tile-major nibbles a whole 16 x 32 block at a time (fp4_tile_block).
 // Included only by simd_amx.h (kernels_amx.cpp, compiled for AMX with AVX-512 BF16 and VBMI).
 #pragma once
 
@@ -62,26 +63,30 @@ struct Fp8Source {
   }
 };
 
-// Tile-major weights (LinearWeight::tile_major): block (t, c), the 16 x 32 weights of tile t's
-// chunk c, to its bf16 rows at dst + r * 32, r < 16, prefetching kTileAhead bytes on (the tile's
-// next chunks lie after it). fp8 and int8: 512 codes at data + (t * kc + c) * 512; FP4: 256 bytes of
-// nibbles at data + (t * kc + c) * 256 and the rows' 16 scale bytes at scale_e8m0 + (t * kc + c) * 16.
-// lut: the byte codes' tables (Fp8Lut(w.dtype)).
+// Tile-major weights (LinearWeight::tile_major), block (t, c): the 16 x 32 weights of tile t's chunk
+// c, prefetching kTileAhead bytes on (the tile's next chunks lie after it). lut: the byte codes'
+// tables (Fp8Lut(w.dtype)).
 constexpr int64_t kTileAhead = 2048;
-inline void tile_block(const Avx512Bf16::Fp8Lut& lut, const LinearWeight& w, int64_t kc, int64_t t, int64_t c,
+
+// fp8 and int8: the block's 512 codes at data + (t * kc + c) * 512 in pair order (pair p, the columns
+// 32c + 2p and 32c + 2p + 1, of row r at byte 32p + 2r), to bf16 in the same order: dst + 32p holds
+// pair p of the 16 rows, a tile's B operand (the tile's outputs as its columns).
+inline void pair_block(const Avx512Bf16::Fp8Lut& lut, const LinearWeight& w, int64_t kc, int64_t t, int64_t c,
                        uint16_t* dst) {
-  const int64_t b = t * kc + c;
-  if (has_block_scales(w.dtype)) {
-    const uint8_t* block = static_cast<const uint8_t*>(w.data) + b * 512;
-    for (int q = 0; q < 512; q += 64) _mm_prefetch(reinterpret_cast<const char*>(block + kTileAhead + q), _MM_HINT_T0);
-    for (int r = 0; r < 16; r += 2) {
-      __m512i w0, w1;
-      Avx512Bf16::fp8x64_to_bf16(lut, block + r * 32, 64, w0, w1);
-      _mm512_store_si512(dst + r * 32, w0);
-      _mm512_store_si512(dst + (r + 1) * 32, w1);
-    }
-    return;
+  const uint8_t* block = static_cast<const uint8_t*>(w.data) + (t * kc + c) * 512;
+  for (int q = 0; q < 512; q += 64) _mm_prefetch(reinterpret_cast<const char*>(block + kTileAhead + q), _MM_HINT_T0);
+  for (int p = 0; p < 16; p += 2) {
+    __m512i w0, w1;
+    Avx512Bf16::fp8x64_to_bf16(lut, block + p * 32, 64, w0, w1);
+    _mm512_store_si512(dst + p * 32, w0);
+    _mm512_store_si512(dst + (p + 1) * 32, w1);
   }
+}
+
+// FP4: 256 bytes of nibbles at data + (t * kc + c) * 256 and the rows' 16 scale bytes at
+// scale_e8m0 + (t * kc + c) * 16, to the block's bf16 rows at dst + r * 32, r < 16 (a tile's A operand).
+inline void fp4_tile_block(const LinearWeight& w, int64_t kc, int64_t t, int64_t c, uint16_t* dst) {
+  const int64_t b = t * kc + c;
   const uint8_t* nibbles = static_cast<const uint8_t*>(w.data) + b * 256;
   const uint8_t* scales = w.scale_e8m0 + b * 16;
   for (int q = 0; q < 256; q += 64) _mm_prefetch(reinterpret_cast<const char*>(nibbles + kTileAhead + q), _MM_HINT_T0);

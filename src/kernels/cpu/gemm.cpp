@@ -89,11 +89,16 @@ LinearWeight relay_weight(const LinearWeight& w, void* out) {
       const int64_t n = std::min<int64_t>(chunk_bytes, row_bytes - c * chunk_bytes);  // FP4: n_in % 32 == 0
       for (int64_t r = 0; r < 16; ++r) {
         const int64_t row = t * 16 + r;
-        uint8_t* d = block + r * chunk_bytes;
         const int64_t copied = row < w.n_out ? n : 0;
+        if (codes) {  // pair order: columns 2p, 2p + 1 of row r at bytes 32p + 2r, 32p + 2r + 1
+          for (int64_t j = 0; j < chunk_bytes; ++j)
+            block[j / 2 * 32 + r * 2 + j % 2] = j < copied ? src[row * row_bytes + c * chunk_bytes + j] : 0;
+          continue;
+        }
+        uint8_t* d = block + r * chunk_bytes;
         if (copied) std::memcpy(d, src + row * row_bytes + c * chunk_bytes, size_t(copied));
         std::memset(d + copied, 0, size_t(chunk_bytes - copied));
-        if (!codes) scales[(t * kc + c) * 16 + r] = row < w.n_out ? w.scale_e8m0[row * (w.n_in / 32) + c] : 127;
+        scales[(t * kc + c) * 16 + r] = row < w.n_out ? w.scale_e8m0[row * (w.n_in / 32) + c] : 127;
       }
     }
   if (codes) std::memcpy(scales, w.scale_inv, weight_scale_bytes(w));

@@ -10,7 +10,10 @@
 // token tile t and k chunk c, row p of the 1 KiB block holds pair p (elements 32c + 2p,
 // 32c + 2p + 1) of each of the tile's 16 tokens. C = A x B is then [16 outputs, 16 tokens] in
 // f32, transposed into y by the epilogue. Past n_in, m and the block's outputs both operands are
-// zero; the matrix is never read beyond its end.
+// zero; the matrix is never read beyond its end. One exception: decode (one token tile) against
+// fp8 or int8 weights relaid tile-major streams them as the B operand (stream_pairs: the relay
+// stores their codes in pair order, the B layout, so a block converts without a transpose) against
+// the tokens' rows as A, and C is [tokens, 16 outputs].
 //
 // Bits. TDPBF16PS computes what the Intel SDM's pseudo-code for it says (every output of the
 // kernels tested bitwise against it: amx_tile_arithmetic_test.cpp): per chunk, the 16 even and the
@@ -52,9 +55,11 @@ constexpr int kTile = 16;                    // outputs per weight tile, tokens 
 constexpr int64_t kChunk = kAmxChunk;        // k per TDPBF16PS
 constexpr int64_t kBlockElems = kAmxBlockElems;  // bf16 elements of one packed 16 x 32 block
 
-// Every tile 16 rows. Weight tiles (tmm4-5) are 64 bytes wide; accumulators (tmm0-3) and
-// activation tiles (tmm6-7) 4 * tokens bytes: all 16 token columns, or in a stream with fewer
-// tokens (stream_tile_major) only theirs, which each output's bits do not depend on.
+// Weights as the A operand: every tile 16 rows; weight tiles (tmm4-5) are 64 bytes wide,
+// accumulators (tmm0-3) and activation tiles (tmm6-7) 4 * tokens bytes: all 16 token columns, or in
+// a stream with fewer tokens (stream_fp4) only theirs, which each output's bits do not depend on.
+// pairs(n): weights as the B operand (stream_pairs): every tile 64 bytes wide, weight tiles 16 rows
+// (pairs), accumulators and activation tiles n rows (tokens).
 struct alignas(64) TileConfig {
   uint8_t palette = 1, start_row = 0;
   uint8_t reserved[14] = {};
@@ -66,14 +71,16 @@ struct alignas(64) TileConfig {
       rows[i] = 16;
     }
   }
+  static TileConfig pairs(int n) {
+    TileConfig cfg(kTile);
+    for (int i = 0; i < 8; ++i) cfg.rows[i] = uint8_t(i == 4 || i == 5 ? 16 : n);
+    return cfg;
+  }
 };
 
 // Configures the calling thread's tiles for a block and releases them at its end.
 struct TileScope {
-  explicit TileScope(int tokens = kTile) {
-    const TileConfig cfg(tokens);
-    _tile_loadconfig(&cfg);
-  }
+  explicit TileScope(const TileConfig& cfg = TileConfig(kTile)) { _tile_loadconfig(&cfg); }
   ~TileScope() { _tile_release(); }
   TileScope(const TileScope&) = delete;
   TileScope& operator=(const TileScope&) = delete;
@@ -179,8 +186,9 @@ inline void copy_panels_from(const Source& src, int64_t n_in, int64_t o_begin, i
 }
 // Chunks [c0, c1) of the panels' rows [r0, r1) (by default all chunks, and all rows: up to o_end
 // rounded up to whole tiles); w is BF16, F8_E4M3, I8_SM or F4_E2M1. Tile-major weights (o_begin, r0 and
-// r1 multiples of 16) copy whole tiles, block by block (rows past o_end: the tile's stored rows,
-// zero past n_out; their outputs are never stored).
+// r1 multiples of 16) copy whole tiles, block by block (byte codes converted in pair order, then
+// transposed into rows; rows past o_end: the tile's stored rows, zero past n_out; their outputs are
+// never stored).
 inline void copy_panels(const LinearWeight& w, int64_t o_begin, int64_t o_end, uint16_t* panels, int64_t c0 = 0,
                         int64_t c1 = -1, int64_t r0 = 0, int64_t r1 = -1) {
   const int64_t kc = (w.n_in + kChunk - 1) / kChunk;
@@ -189,7 +197,19 @@ inline void copy_panels(const LinearWeight& w, int64_t o_begin, int64_t o_end, u
   if (w.tile_major) {
     const Avx512Bf16::Fp8Lut lut(w.dtype);
     for (int64_t t = r0 / kTile; t < r1 / kTile; ++t)
-      for (int64_t c = c0; c < c1; ++c) tile_block(lut, w, kc, o_begin / kTile + t, c, panels + (t * kc + c) * kPanelStride);
+      for (int64_t c = c0; c < c1; ++c) {
+        uint16_t* dst = panels + (t * kc + c) * kPanelStride;
+        if (!has_block_scales(w.dtype)) {
+          fp4_tile_block(w, kc, o_begin / kTile + t, c, dst);
+          continue;
+        }
+        alignas(64) uint16_t pairs[kBlockElems];  // pair p of the 16 rows at 32p: transposed into rows
+        pair_block(lut, w, kc, o_begin / kTile + t, c, pairs);
+        __m512i r[16];
+        for (int p = 0; p < 16; ++p) r[p] = _mm512_load_si512(pairs + p * 32);
+        transpose16(r);
+        for (int i = 0; i < 16; ++i) _mm512_store_si512(dst + i * 32, r[i]);
+      }
     return;
   }
   switch (w.dtype) {
@@ -294,33 +314,27 @@ struct BlockScales {
   int rows[2] = {kTile, kTile};
 };
 
-// Scale vector for floats [i, i + 16) of an accumulator of 16 output rows holding len / 16 floats
-// each: lane l gets s16[(i + l) / (len / 16)] (the quotient through f32, exact for len <= 256).
-inline __m512 row_scales(__m512 s16, int i, int len) {
-  if (len == kTile) return s16;
-  const __m512 e = _mm512_add_ps(_mm512_set_ps(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0), _mm512_set1_ps(float(i) + 0.5f));
-  const __m512i idx = _mm512_cvttps_epi32(_mm512_mul_ps(e, _mm512_set1_ps(float(kTile) / float(len))));
-  return _mm512_permutexvar_ps(idx, s16);
+// The scales of weight tile a's block blk across lanes: the block's in every lane, or per-row
+// scales, output r's in lane r (0 past rows[a]).
+inline __m512 tile_scales(const BlockScales& bs, int a, int64_t blk) {
+  if (!bs.row_step) return _mm512_set1_ps(bs.row[a][blk]);
+  const __m512i at = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                        _mm512_set1_epi32(int(bs.row_step)));
+  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), __mmask16((1u << bs.rows[a]) - 1u), at, bs.row[a] + blk, 4);
 }
 
-// tot[b][a] = fma(part[b][a], scale of tile a's block blk, tot[b][a]) lane-wise over the first
-// len floats (16 output rows of len / 16 floats: a row's floats take that output's scale), tot from
-// zero at blk 0.
+// tot[b][a] = fma(part[b][a], scale of tile a's block blk, tot[b][a]) lane-wise ([16 outputs, 16
+// tokens]: row r takes output r's scale), tot from zero at blk 0.
 template <int NA, int NB>
 inline void scale_into(float (*const (&part)[2])[kTile * kTile], float (*const (&tot)[2])[kTile * kTile],
-                       const BlockScales& bs, int64_t blk, int len = kTile * kTile) {
+                       const BlockScales& bs, int64_t blk) {
   for (int a = 0; a < NA; ++a) {
-    // The block's scale in every lane, or per-row scales: output r's in lane r (0 past rows[a]).
-    const __m512i at = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
-                                          _mm512_set1_epi32(int(bs.row_step)));
-    const __m512 s16 = bs.row_step ? _mm512_mask_i32gather_ps(_mm512_setzero_ps(), __mmask16((1u << bs.rows[a]) - 1u), at,
-                                                             bs.row[a] + blk, 4)
-                                   : _mm512_set1_ps(bs.row[a][blk]);
+    const __m512 s16 = tile_scales(bs, a, blk);
     for (int b = 0; b < NB; ++b) {
       const float* p = part[b][a];
       float* t = tot[b][a];
-      for (int i = 0; i < len; i += 16) {
-        const __m512 s = bs.row_step ? row_scales(s16, i, len) : s16;
+      for (int i = 0; i < kTile * kTile; i += 16) {
+        const __m512 s = bs.row_step ? _mm512_permutexvar_ps(_mm512_set1_epi32(i / kTile), s16) : s16;
         const __m512 prev = blk == 0 ? _mm512_setzero_ps() : _mm512_load_ps(t + i);
         _mm512_store_ps(t + i, _mm512_fmadd_ps(_mm512_load_ps(p + i), s, prev));
       }
@@ -383,44 +397,93 @@ inline void group_pass(const WeightTilesAt& wa, int64_t kc, const uint16_t* pack
   }
 }
 
-// The n <= 16 tokens of one token tile (tb) against tile t[a] of tile-major weight w[a], a < NA,
-// on tiles configured n tokens wide (TileScope(n)): each chunk's blocks are converted into an L1
-// ring of two right before their tiles, so the weights stream from memory in order and no panel
-// round-trips through L2 (copying whole stored rows into L2 panels kept fp8 decode at 7.5-9.4
-// GB/s). FP4 blocks are converted one chunk ahead, while the previous chunk's tiles run (GEMV
-// 4-15 % faster; fp8 gained nothing that way). The chunk order and the arithmetic are group_pass's
-// with one token tile (k_block, or k_block_scaled for fp8 (bs)), bit for bit. out[a] holds tile
-// a's outputs as [16 outputs, n tokens] (output i, token j at i * n + j).
+// The n <= 16 tokens of one token tile (tb) against tile t[a] of tile-major FP4 weight w[a], a < NA,
+// on tiles configured n tokens wide (TileScope(TileConfig(n))): each chunk's blocks are converted
+// into an L1 ring of two one chunk ahead, while the previous chunk's tiles run, so the weights
+// stream from memory in order and no panel round-trips through L2. The chunk order and the
+// arithmetic are group_pass's with one token tile (k_block), bit for bit. out[a] holds tile a's
+// outputs as [16 outputs, n tokens] (output i, token j at i * n + j).
 template <int NA>
-inline void stream_tile_major(const LinearWeight* const (&w)[2], const int64_t (&t)[2], int64_t kc, const uint16_t* tb,
-                              int n, const BlockScales* bs, float (&out)[2][kTile * kTile]) {
+inline void stream_fp4(const LinearWeight* const (&w)[2], const int64_t (&t)[2], int64_t kc, const uint16_t* tb, int n,
+                       float (&out)[2][kTile * kTile]) {
   alignas(64) uint16_t ring[2][2][kBlockElems];
-  alignas(64) float part_rows[2][kTile * kTile];
-  const Avx512Bf16::Fp8Lut lut(w[0]->dtype);
   const uint16_t* const tbs[2] = {tb, tb};
-  float (*const part[2])[kTile * kTile] = {part_rows, part_rows};
   float (*const total[2])[kTile * kTile] = {out, out};
-  const int64_t stride = 4 * n;  // bytes per accumulator row: n tokens
   acc_zero<NA, 1>();
-  const bool ahead = w[0]->dtype == DType::F4_E2M1;
-  if (ahead)
-    for (int a = 0; a < NA; ++a) tile_block(lut, *w[a], kc, t[a], 0, ring[0][a]);
+  for (int a = 0; a < NA; ++a) fp4_tile_block(*w[a], kc, t[a], 0, ring[0][a]);
   for (int64_t c = 0; c < kc; ++c) {
     uint16_t(&slot)[2][kBlockElems] = ring[c & 1];
-    const int64_t next = ahead ? c + 1 : c;
-    if (next < kc)
-      for (int a = 0; a < NA; ++a) tile_block(lut, *w[a], kc, t[a], next, ring[next & 1][a]);
+    if (c + 1 < kc)
+      for (int a = 0; a < NA; ++a) fp4_tile_block(*w[a], kc, t[a], c + 1, ring[(c + 1) & 1][a]);
     chunk_step<NA, 1>(WeightTilesAt{{slot[0], slot[NA - 1]}, 0, 64}, tbs, c);
-    if (bs && ((c + 1) % bs->bc == 0 || c + 1 == kc)) {
-      acc_store<NA, 1>(part, stride);
-      scale_into<NA, 1>(part, total, *bs, c / bs->bc, kTile * n);
-      acc_zero<NA, 1>();
-    }
   }
-  if (!bs) acc_store<NA, 1>(total, stride);
+  acc_store<NA, 1>(total, 4 * n);
 }
 
-// Writes stream_tile_major's [16 outputs, n tokens] into y[j * ldy + i] (token j < n, output
+// The n <= 16 tokens' bf16 rows, token_rows(packed token tile) (act + 512c: chunk c of the 16
+// tokens, 32 elements each), against tile t[a] of tile-major fp8 or int8 weight w[a], a < NA, with
+// the weights as the B operand (TileScope(TileConfig::pairs(n))): each chunk's blocks, stored in
+// pair order, are converted into an L1 ring as they are and multiply the tokens' rows; C is then
+// [n tokens, 16 outputs]. Each scale block's chunks accumulate from zero, its partial goes into
+// out[a] as fma(partial, scale, total), total from zero: per output, the products and the order of
+// group_pass's k_block_scaled, whose tiles have the weights as A (TDPBF16PS's arithmetic per element
+// is the same with the operands' roles swapped), so bit for bit. out[a] holds tile a's outputs as
+// [n tokens, 16 outputs] (token j, output i at 16j + i).
+template <int NA>
+inline void stream_pairs(const LinearWeight* const (&w)[2], const int64_t (&t)[2], int64_t kc, const uint16_t* act, int n,
+                         const BlockScales& bs, float (&out)[2][kTile * kTile]) {
+  alignas(64) uint16_t ring[2][kBlockElems];
+  alignas(64) float part[2][kTile * kTile];
+  const Avx512Bf16::Fp8Lut lut(w[0]->dtype);
+  _tile_zero(0);
+  if constexpr (NA > 1) _tile_zero(1);
+  for (int64_t c = 0; c < kc; ++c) {
+    for (int a = 0; a < NA; ++a) pair_block(lut, *w[a], kc, t[a], c, ring[a]);
+    _tile_loadd(6, act + c * kBlockElems, 64);
+    _tile_loadd(4, ring[0], 64);
+    _tile_dpbf16ps(0, 6, 4);
+    if constexpr (NA > 1) {
+      _tile_loadd(5, ring[1], 64);
+      _tile_dpbf16ps(1, 6, 5);
+    }
+    if ((c + 1) % bs.bc == 0 || c + 1 == kc) {
+      _tile_stored(0, part[0], 64);
+      if constexpr (NA > 1) _tile_stored(1, part[1], 64);
+      const int64_t blk = c / bs.bc;
+      for (int a = 0; a < NA; ++a) {
+        const __m512 s = tile_scales(bs, a, blk);
+        for (int j = 0; j < n; ++j) {
+          const __m512 prev = blk == 0 ? _mm512_setzero_ps() : _mm512_load_ps(out[a] + j * kTile);
+          _mm512_store_ps(out[a] + j * kTile, _mm512_fmadd_ps(_mm512_load_ps(part[a] + j * kTile), s, prev));
+        }
+      }
+      _tile_zero(0);
+      if constexpr (NA > 1) _tile_zero(1);
+    }
+  }
+}
+
+// The activation rows of a packed token tile (kc chunks): chunk c's 16 x 16 pairs transposed, so
+// that token j's 32 elements of chunk c lie at 512c + 32j (per-thread buffer).
+inline const uint16_t* token_rows(const uint16_t* tb, int64_t kc) {
+  thread_local AlignedVector<uint16_t> rows;
+  rows.resize(size_t(kc * kBlockElems));
+  for (int64_t c = 0; c < kc; ++c) {
+    __m512i r[16];
+    for (int p = 0; p < 16; ++p) r[p] = _mm512_load_si512(tb + c * kBlockElems + p * 32);
+    transpose16(r);
+    for (int j = 0; j < 16; ++j) _mm512_store_si512(rows.data() + c * kBlockElems + j * 32, r[j]);
+  }
+  return rows.data();
+}
+
+// Writes stream_pairs' [n tokens, 16 outputs] into y[j * ldy + i] (token j < n, output i < n_out).
+inline void store_rows(const float* acc, int n, int n_out, float* y, int64_t ldy) {
+  const __mmask16 mk = __mmask16((1u << n_out) - 1u);
+  for (int j = 0; j < n; ++j) _mm512_mask_storeu_ps(y + j * ldy, mk, _mm512_load_ps(acc + j * kTile));
+}
+
+// Writes stream_fp4's [16 outputs, n tokens] into y[j * ldy + i] (token j < n, output
 // i < n_out).
 inline void store_narrow(const float* acc, int n, int n_out, float* y, int64_t ldy) {
   const __mmask16 mk = __mmask16((1u << n_out) - 1u);
@@ -521,14 +584,16 @@ inline void linear_block_packed(const uint16_t* packed, int64_t m, const LinearW
   const bool stream = streams_weights(m, w);
   const int64_t per_pass = pass_tiles(tile_elems);
   const bool one_pass = n_tt <= per_pass, ahead = copies_ahead(n_tt, panel_elems);
-  const bool tile_stream = w.tile_major && n_tt == 1;  // stream_tile_major: no panels
+  const bool tile_stream = w.tile_major && n_tt == 1;  // stream_pairs or stream_fp4: no panels
+  const bool pairs = tile_stream && has_block_scales(w.dtype);
+  const uint16_t* act = pairs ? token_rows(packed, kc) : nullptr;
   const int64_t n_slots = tile_stream ? 0 : panel_slots(one_pass, ahead, n_tiles, 2);
   uint16_t* panels = panel_buffer(n_slots * panel_elems);
   const auto panel = [&](int64_t i) { return panels + i % n_slots * panel_elems; };  // weight tile i's
   const uint16_t* base = static_cast<const uint16_t*>(w.data);
   alignas(64) float acc[kMaxPassTiles][2][kTile * kTile];
   alignas(64) float tot[kMaxPassTiles][2][kTile * kTile];  // fp8 and int8 only
-  TileScope tiles(tile_stream ? int(m) : kTile);
+  TileScope tiles(pairs ? TileConfig::pairs(int(m)) : TileConfig(tile_stream ? int(m) : kTile));
   for (int64_t tt0 = 0; tt0 < n_tt; tt0 += per_pass) {
     const int64_t tt1 = std::min(n_tt, tt0 + per_pass);
     for (int64_t i = 0; i < n_tiles; i += 2) {
@@ -539,11 +604,15 @@ inline void linear_block_packed(const uint16_t* packed, int64_t m, const LinearW
       if (tile_stream) {
         const LinearWeight* const ws[2] = {&w, &w};
         const int64_t ts[2] = {o0 / kTile, o0 / kTile + na - 1};
-        if (na == 2) stream_tile_major<2>(ws, ts, kc, packed, int(m), bs, acc[0]);
-        else stream_tile_major<1>(ws, ts, kc, packed, int(m), bs, acc[0]);
+        if (pairs && na == 2) stream_pairs<2>(ws, ts, kc, act, int(m), *bs, acc[0]);
+        else if (pairs) stream_pairs<1>(ws, ts, kc, act, int(m), *bs, acc[0]);
+        else if (na == 2) stream_fp4<2>(ws, ts, kc, packed, int(m), acc[0]);
+        else stream_fp4<1>(ws, ts, kc, packed, int(m), acc[0]);
         for (int a = 0; a < na; ++a) {
           const int64_t o = o0 + a * kTile;
-          store_narrow(acc[0][a], int(m), int(std::min<int64_t>(kTile, o_end - o)), y + (o - o_begin), ldy);
+          const int n_valid = int(std::min<int64_t>(kTile, o_end - o));
+          if (pairs) store_rows(acc[0][a], int(m), n_valid, y + (o - o_begin), ldy);
+          else store_narrow(acc[0][a], int(m), n_valid, y + (o - o_begin), ldy);
         }
         continue;
       }
@@ -586,7 +655,9 @@ inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearW
   const bool stream = streams_weights(m, gate);
   const int64_t per_pass = pass_tiles(tile_elems);
   const bool ahead = copies_ahead(n_tt, panel_elems);
-  const bool tile_stream = gate.tile_major && n_tt == 1;  // stream_tile_major: no panels
+  const bool tile_stream = gate.tile_major && n_tt == 1;  // stream_pairs or stream_fp4: no panels
+  const bool pairs = tile_stream && has_block_scales(gate.dtype);
+  const uint16_t* act = pairs ? token_rows(packed, kc) : nullptr;
   const int64_t n_slots = tile_stream ? 0 : panel_slots(n_tt <= per_pass, ahead, n_tiles, 1);
   uint16_t* gate_panels = panel_buffer(2 * n_slots * panel_elems);
   uint16_t* up_panels = gate_panels + n_slots * panel_elems;
@@ -594,7 +665,7 @@ inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearW
   const uint16_t *g_base = static_cast<const uint16_t*>(gate.data), *u_base = static_cast<const uint16_t*>(up.data);
   alignas(64) float acc[kMaxPassTiles][2][kTile * kTile];
   alignas(64) float tot[kMaxPassTiles][2][kTile * kTile];  // fp8 and int8 only
-  TileScope tiles(tile_stream ? int(m) : kTile);
+  TileScope tiles(pairs ? TileConfig::pairs(int(m)) : TileConfig(tile_stream ? int(m) : kTile));
   for (int64_t tt0 = 0; tt0 < n_tt; tt0 += per_pass) {
     const int64_t tt1 = std::min(n_tt, tt0 + per_pass);
     for (int64_t i = 0; i < n_tiles; ++i) {
@@ -604,9 +675,12 @@ inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearW
       if (tile_stream) {
         const LinearWeight* const ws[2] = {&gate, &up};
         const int64_t ts[2] = {o / kTile, o / kTile};
-        stream_tile_major<2>(ws, ts, kc, packed, int(m), bs, acc[0]);
+        if (pairs) stream_pairs<2>(ws, ts, kc, act, int(m), *bs, acc[0]);
+        else stream_fp4<2>(ws, ts, kc, packed, int(m), acc[0]);
         silu_mul(acc[0][0], acc[0][1], int(kTile * m));
-        store_narrow(acc[0][0], int(m), int(std::min<int64_t>(kTile, o_end - o)), y + (o - o_begin), ldy);
+        const int n_valid = int(std::min<int64_t>(kTile, o_end - o));
+        if (pairs) store_rows(acc[0][0], int(m), n_valid, y + (o - o_begin), ldy);
+        else store_narrow(acc[0][0], int(m), n_valid, y + (o - o_begin), ldy);
         continue;
       }
       WeightTilesAt wa = WeightTilesAt::panels(gate_panels + slot(i), up_panels + slot(i));
