@@ -222,7 +222,7 @@ inline void copy_panels(const LinearWeight& w, int64_t o_begin, int64_t o_end, u
 
 // Accumulator tiles: tmm0 = (a 0, b 0), tmm1 = (0, 1), tmm2 = (1, 0), tmm3 = (1, 1), held in
 // memory as acc[b][a] between K blocks, rows `stride` bytes apart (64: 16 token columns;
-// stream_tile_major's narrow tiles: 4 * n).
+// stream_fp4's narrow tiles: 4 * n).
 template <int NA, int NB>
 inline void acc_load(float (*const (&acc)[2])[kTile * kTile]) {
   _tile_loadd(0, acc[0][0], 64);
