@@ -11,10 +11,11 @@
 namespace deepinfer {
 namespace {
 
-// args: cache dtype (0 bf16, 1 fp8), n_seqs, ctx
+// args: cache dtype (0 bf16, 1 fp8), n_seqs, ctx, dot dtype (0 f32, 1 bf16)
 void BM_MlaDecode(benchmark::State& state) {
   const DType t = state.range(0) == 0 ? DType::BF16 : DType::F8_E4M3;
   const int n_seqs = int(state.range(1)), ctx = int(state.range(2));
+  const DType dots = state.range(3) == 0 ? DType::F32 : DType::BF16;
   const int H = 16, c = 512, rd = 64, block = 64;
   MlaCacheLayout layout{t, c, rd};
   const int per_seq = (ctx + block - 1) / block;
@@ -43,14 +44,15 @@ void BM_MlaDecode(benchmark::State& state) {
   p.cache = cache.data();
   p.layout = layout;
   p.block_size = block;
+  p.dot_dtype = dots;
   for (auto _ : state) cpu::mla_attention(p);
   state.SetBytesProcessed(int64_t(state.iterations()) * n_seqs * ctx * int64_t(layout.bytes_per_token()));
   const double flops = 2.0 * n_seqs * double(ctx) * H * (c + rd + c);
   state.counters["GFLOPs"] = benchmark::Counter(flops * double(state.iterations()) / 1e9, benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_MlaDecode)
-    ->ArgNames({"fp8", "seqs", "ctx"})
-    ->ArgsProduct({{0, 1}, {1, 32}, {512, 4096}})
+    ->ArgNames({"fp8", "seqs", "ctx", "bf16dots"})
+    ->ArgsProduct({{0, 1}, {1, 32}, {512, 4096}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -20,6 +20,7 @@ struct AttendScratch {
   std::vector<float> run_max, run_sum;  // [heads]
   std::vector<uint16_t> q_bf16;         // [heads, kv_lora_rank + qk_rope_head_dim], bf16 scores only
   std::vector<uint16_t> keys_bf16;      // [kAttendKeyBlock, kv_lora_rank + qk_rope_head_dim], bf16 scores on an fp8 cache
+  std::vector<uint16_t> value_pairs;    // [kAttendKeyBlock / 2, kv_lora_rank, 2], bf16 pair value sums
 };
 
 // Keys are processed in blocks at fixed absolute positions [i * kAttendKeyBlock, ...), with an

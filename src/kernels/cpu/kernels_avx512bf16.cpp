@@ -8,8 +8,9 @@
 #include "kernels/cpu/gemm_kernels.h"
 #include "kernels/cpu/fp4_widen_avx512_bf16.h"
 #include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/bf16_pair_dots_avx512_bf16.h"
 #include "kernels/cpu/mla_attention_kernels.h"
-#include "kernels/cpu/mla_expanded_pair_values.h"
+#include "kernels/cpu/mla_expanded_attention_kernels.h"
 
 namespace deepinfer::cpu {
 namespace {

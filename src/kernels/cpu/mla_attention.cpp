@@ -98,14 +98,19 @@ void mla_attention(const MlaAttentionParams& p) {
   thread_local std::vector<int> seq_of_rows;
   seq_of_rows = row_to_seq(b);
   const int* seq_of = seq_of_rows.data();  // per thread: workers use the caller's
-  // Few rows: split heads into groups so every thread has work (results do not depend on it), in
-  // whole head tiles where the level runs bf16 dots on tiles.
+  // Few rows: split heads into groups so that every thread has work (results do not depend on it),
+  // in whole head tiles where the level runs bf16 dots on tiles. Each group reads (and packs) its
+  // row's keys once more, which costs about as much as 2 heads' arithmetic: the number of groups
+  // minimizes the busiest thread's share, (tasks per thread) x (heads per group + 2).
   const KernelTable& k = kernels();
   const int quantum = p.dot_dtype == DType::BF16 ? k.attend_head_tile : 1;
-  const int threads = omp_get_max_threads();
+  const int64_t threads = omp_get_max_threads();
+  auto heads_per_group = [&](int g) { return ((p.n_heads + g - 1) / g + quantum - 1) / quantum * quantum; };
+  auto busiest = [&](int g) { return (n_rows * g + threads - 1) / threads * (heads_per_group(g) + 2); };
   int n_groups = 1;
-  while (n_rows * n_groups < 2 * threads && n_groups * 2 * quantum <= p.n_heads) n_groups *= 2;
-  const int per_group = ((p.n_heads + n_groups - 1) / n_groups + quantum - 1) / quantum * quantum;
+  for (int g = 2; g * quantum <= p.n_heads; g *= 2)
+    if (busiest(g) < busiest(n_groups)) n_groups = g;
+  const int per_group = heads_per_group(n_groups);
 #pragma omp parallel
   {
     thread_local AttendScratch scratch;

@@ -2,7 +2,8 @@
 // SIMD traits type V (simd_*.h) and instantiated per ISA by kernels_<isa>.cpp.
 //
 // Keys are read in blocks of kAttendKeyBlock positions at fixed absolute offsets, widened to f32
-// once and shared by all of the task's heads. Per head: scores of the block, an online-softmax
+// once (or, for bf16 pair value sums, interleaved) and shared by all of the task's heads; the next
+// block is prefetched while one is computed. Per head: scores of the block, an online-softmax
 // update (running max and sum), and out = out * alpha + sum_t p[t] * latent[t]. The order of
 // every reduction depends only on the row's own position, never on the batch or head grouping.
 // With dot_dtype BF16 (bf16 cache), the scores multiply the row's bf16-rounded queries with
@@ -10,7 +11,10 @@
 // weights are rounded to bf16 before the value sum (exact products with the widened latents).
 // An fp8 cache with dot_dtype BF16 is read as the bf16 cache that holds each entry's latent
 // dequantized and rounded to bf16 (bf16 of the f32 product code * scale, nearest even), bit for
-// bit. The amx level runs BF16 on tiles instead (mla_attention_amx.h).
+// bit. Where V has bf16 pair dots (Bf16PairDots), the value sums with dot_dtype BF16 are pairs too:
+// the block's latents interleaved two positions at a time ([n_t / 2][latent][2], an odd block's
+// last pair padded with zeros) and read by VDPBF16PS with the weights' pairs, never widened to f32.
+// The amx level runs BF16 on tiles instead (mla_attention_amx.h).
 #pragma once
 
 #include <algorithm>
@@ -19,6 +23,7 @@
 #include <cstring>
 
 #include "core/dtype.h"
+#include "kernels/cpu/bf16_pair_dots.h"
 #include "kernels/cpu/gemm_kernels.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/ops.h"
@@ -57,6 +62,18 @@ inline const uint8_t* cache_entry(const MlaAttentionParams& p, const BatchSequen
   return p.cache +
          (size_t(s.block_tables[size_t(p.kind)][pos / p.block_size]) * size_t(p.block_size) + size_t(pos % p.block_size)) *
              p.layout.bytes_per_token();
+}
+
+// Asks for the cache entries of positions [t0, t0 + n) (none when n <= 0) to be brought into the
+// cache: the next key block's, while this block's arithmetic runs, so that a block is not read
+// from memory on demand.
+inline void prefetch_keys(const MlaAttentionParams& p, const BatchSequence& s, int32_t t0, int n) {
+  const size_t bytes = p.layout.bytes_per_token();
+  for (int t = 0; t < n; ++t) {
+    const uint8_t* e = cache_entry(p, s, t0 + t);
+    for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(e + b, 0, 2);
+    __builtin_prefetch(e + bytes - 1, 0, 2);
+  }
 }
 
 // keys[t] = [latent | k_pe] of positions [t0, t0 + n_t) as f32.
@@ -244,12 +261,30 @@ void mla_attend_row(const MlaAttentionParams& p, const BatchSequence& s, int64_t
     }
   }
 
+  const bool pair_values = Bf16PairDots<V>::kEnabled && bf16_dots;
+  if (pair_values) ws.value_pairs.resize(size_t(T) * size_t(c));
+  // Key t of the block as bf16: the cache entry itself, or the fp8 entry rounded.
+  auto key_bf16 = [&](int32_t t0, int t) {
+    return bf16_keys ? ws.keys_bf16.data() + size_t(t) * dk : reinterpret_cast<const uint16_t*>(cache_entry(p, s, t0 + t));
+  };
+
   for (int32_t t0 = 0; t0 < n_keys; t0 += T) {
-    const int n_t = std::min<int32_t>(T, n_keys - t0);
-    load_key_block<V>(p, s, t0, n_t, ws.keys.data());
-    if (bf16_keys) {  // an fp8 cache's entries as bf16, for the scores and (widened) the values
-      round_to_bf16<V>(ws.keys.data(), ws.keys_bf16.data(), int64_t(n_t) * dk);
-      widen_bf16<V>(ws.keys_bf16.data(), n_t * dk, ws.keys.data());
+    const int n_t = std::min<int32_t>(T, n_keys - t0), n_pairs = (n_t + 1) / 2;
+    if (bf16_keys) {  // an fp8 cache's entries as bf16, for the scores and the values, a key at a time
+      for (int t = 0; t < n_t; ++t) {
+        float* key = ws.keys.data() + (pair_values ? 0 : size_t(t) * dk);
+        load_key_block<V>(p, s, t0 + t, 1, key);
+        round_to_bf16<V>(key, ws.keys_bf16.data() + size_t(t) * dk, dk);
+        if (!pair_values) widen_bf16<V>(ws.keys_bf16.data() + size_t(t) * dk, dk, key);
+      }
+    } else if (!pair_values) {
+      load_key_block<V>(p, s, t0, n_t, ws.keys.data());
+    }
+    if constexpr (Bf16PairDots<V>::kEnabled) {
+      if (pair_values)
+        for (int u = 0; u < n_pairs; ++u)
+          Bf16PairDots<V>::interleave(key_bf16(t0, 2 * u), 2 * u + 1 < n_t ? key_bf16(t0, 2 * u + 1) : nullptr, c,
+                                      ws.value_pairs.data() + size_t(u) * 2 * c);
     }
     const float* keys = ws.keys.data();
 
@@ -263,6 +298,7 @@ void mla_attend_row(const MlaAttentionParams& p, const BatchSequence& s, int64_t
         qp[i] = q_pe(h);
       }
       for (int tb = 0; tb < n_t; tb += 4) {
+        if (hb == 0) prefetch_keys(p, s, t0 + T + tb, std::min<int32_t>(4, n_keys - (t0 + T + tb)));
         const float* kl[4];
         const float* kp[4];
         for (int j = 0; j < 4; ++j) {
@@ -279,18 +315,21 @@ void mla_attend_row(const MlaAttentionParams& p, const BatchSequence& s, int64_t
           const uint16_t* kb[4];
           for (int i = 0; i < 4; ++i) qb[i] = ws.q_bf16.data() + size_t(std::min(hb + i, n_h - 1)) * dk;
           for (int j = 0; j < 4; ++j)
-            kb[j] = bf16_keys ? ws.keys_bf16.data() + size_t(std::min(tb + j, n_t - 1)) * dk
-                              : reinterpret_cast<const uint16_t*>(cache_entry(p, s, t0 + std::min(tb + j, n_t - 1)));
+            kb[j] = key_bf16(t0, std::min(tb + j, n_t - 1));
           accumulate_dots<V, 4, 4>(qb, kb, dk, acc);
         } else {
           accumulate_dots<V, 4, 4>(ql, kl, c, acc);
           accumulate_dots<V, 4, 4>(qp, kp, rd, acc);
         }
-        float sc[4][4];
+        alignas(64) float sc[4][4];
+        if constexpr (requires { V::hsum_4x4(acc); }) {
+          V::store(&sc[0][0], V::mul(V::hsum_4x4(acc), V::bcast(p.softmax_scale)));
+        } else {
 #pragma GCC unroll 4
-        for (int i = 0; i < 4; ++i)
+          for (int i = 0; i < 4; ++i)
 #pragma GCC unroll 4
-          for (int j = 0; j < 4; ++j) sc[i][j] = V::hsum(acc[i][j]) * p.softmax_scale;
+            for (int j = 0; j < 4; ++j) sc[i][j] = V::hsum(acc[i][j]) * p.softmax_scale;
+        }
         for (int i = 0; i < 4 && hb + i < n_h; ++i)
           for (int j = 0; j < 4 && tb + j < n_t; ++j) ws.scores[size_t(hb + i) * T + size_t(tb + j)] = sc[i][j];
       }
@@ -302,7 +341,27 @@ void mla_attend_row(const MlaAttentionParams& p, const BatchSequence& s, int64_t
       for (int i = 0; i < n_hb; ++i) {
         float* sc = ws.scores.data() + size_t(hb + i) * T;
         alpha[i] = softmax_block_update<V>(sc, n_t, ws.run_max[size_t(hb + i)], ws.run_sum[size_t(hb + i)]);
-        if (bf16_dots) round_weights_to_bf16(sc, n_t);
+        if (bf16_dots && !pair_values) round_weights_to_bf16(sc, n_t);
+      }
+      if constexpr (Bf16PairDots<V>::kEnabled) {
+        if (pair_values) {  // the weights as bf16 pairs, an odd block's last pair padded with 0
+          alignas(64) uint16_t pb[4][T];
+          const uint16_t* pr[4];
+          float* o[4];
+          float al[4];
+          for (int i = 0; i < 4; ++i) {
+            const int ic = std::min(i, n_hb - 1);
+            if (i < n_hb) {
+              round_to_bf16<V>(ws.scores.data() + size_t(hb + i) * T, pb[i], n_t);
+              if (n_t % 2 == 1) pb[i][n_t] = 0;
+            }
+            pr[i] = pb[ic];
+            o[i] = out(hb + ic);
+            al[i] = alpha[ic];
+          }
+          Bf16PairDots<V>::accumulate(pr, ws.value_pairs.data(), int64_t(2) * c, c, n_pairs, o, al, n_hb);
+          continue;
+        }
       }
       const float* pr[4];
       float* o[4];

@@ -4,7 +4,7 @@
 // The chunk's expanded keys are packed per head transposed, keys in lanes ([key group][d][lanes]:
 // one vector holds one dimension of kW keys), so a score vector is a chain of broadcast-query
 // FMAs with no horizontal sum; values stay row-major. With dot BF16 where V has bf16 pair dots
-// (ExpandedPairValues), both are bf16 pairs instead (keys [group of 16][d / 2][16][2], values
+// (Bf16PairDots), both are bf16 pairs instead (keys [group of 16][d / 2][16][2], values
 // [key / 2][column][2]); elsewhere BF16 rounds queries, keys, values and weights to bf16 and
 // multiplies them in f32. Keys and values are per head, contiguous over positions, padded with
 // zeros to whole kAttendKeyBlock blocks. Tasks are (up to 4 consecutive rows, 1 head). Per absolute key block a row reaches: scores of
@@ -24,6 +24,7 @@
 #include "core/aligned_vector.h"
 #include "core/dtype.h"
 #include "kernels/cpu/gemm_kernels.h"
+#include "kernels/cpu/bf16_pair_dots.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/mla_attention_kernels.h"
 #include "kernels/ops.h"
@@ -31,21 +32,10 @@
 namespace deepinfer::cpu {
 namespace {
 
-// Where V multiplies bf16 pairs (VDPBF16PS), a specialization (mla_expanded_pair_values.h) sets
-// kEnabled and provides scores() (4 rows' bf16 query pairs against a block's keys packed
-// [kAttendKeyBlock / 16][n_pairs][16][2]: s[i][t] = scale * sum_u pair dot, u in order) and
-// accumulate() (o[i][0, n_cols) = o[i] * alpha[i] + sum over the block's pairs of
-// (p[i][2u] v[2u] + p[i][2u+1] v[2u+1]) for rows i < n_hb, from values laid out as
-// [kAttendKeyBlock / 2][ld_pair] pairs (ld_pair in bf16 elements; column c at 2c, 2c + 1)).
-template <class V>
-struct ExpandedPairValues {
-  static constexpr bool kEnabled = false;
-};
-
 // Keys per packed group: the vector width, or 16 (a 512-bit vector of pairs) for pair dots.
 template <class V>
 constexpr int expanded_key_group() {
-  return ExpandedPairValues<V>::kEnabled ? 16 : V::kW;
+  return Bf16PairDots<V>::kEnabled ? 16 : V::kW;
 }
 
 template <class V>
@@ -56,7 +46,7 @@ void expanded_pack(const ExpandedChunk& ch, int n_pad) {
   const int dq = dn + rd, n_pairs = (dq + 1) / 2;
   const int64_t ld_kv = int64_t(H) * (dn + dv);
   const bool bf16 = p.dot_dtype == DType::BF16;
-  const bool pairs = bf16 && ExpandedPairValues<V>::kEnabled;
+  const bool pairs = bf16 && Bf16PairDots<V>::kEnabled;
   constexpr int G = expanded_key_group<V>();
   const int n_groups = n_pad / G;
   if (pairs) {
@@ -133,7 +123,7 @@ void expanded_attend_task(const ExpandedChunk& ch, int n_pad, int r0, int nr, in
   const int H = p.n_heads, dn = p.qk_nope_head_dim, dv = p.v_head_dim, rd = p.layout.qk_rope_head_dim;
   const int dq = dn + rd, n_pairs = (dq + 1) / 2, n_groups = n_pad / G;
   const bool bf16 = p.dot_dtype == DType::BF16;
-  constexpr bool kPairs = ExpandedPairValues<V>::kEnabled;
+  constexpr bool kPairs = Bf16PairDots<V>::kEnabled;
   const int64_t row0 = ch.seq->row_begin;
   int32_t pos[4];
   for (int i = 0; i < nr; ++i) pos[i] = p.batch->positions[size_t(row0 + r0 + i)];
@@ -152,8 +142,8 @@ void expanded_attend_task(const ExpandedChunk& ch, int n_pad, int r0, int nr, in
       if (bf16) {
         const uint16_t* q[4];
         for (int i = 0; i < 4; ++i) q[i] = st.q_bf16.data() + (size_t(tile_row(i)) * H + h) * n_pairs * 2;
-        ExpandedPairValues<V>::scores(q, st.keys_bf16.data() + ((size_t(h) * n_groups + b0 / G) * n_pairs) * G * 2,
-                                      n_pairs, p.softmax_scale, scores, n_hb);
+        Bf16PairDots<V>::scores(q, st.keys_bf16.data() + ((size_t(h) * n_groups + b0 / G) * n_pairs) * G * 2,
+                                n_pairs, p.softmax_scale, scores, n_hb);
         scored = true;
       }
     }
@@ -186,8 +176,8 @@ void expanded_attend_task(const ExpandedChunk& ch, int n_pad, int r0, int nr, in
         for (int i = 0; i < 4; ++i) pr[i] = pb[std::min(i, n_hb - 1)];
         const float al[4] = {alpha[0], alpha[std::min(1, n_hb - 1)], alpha[std::min(2, n_hb - 1)],
                              alpha[std::min(3, n_hb - 1)]};
-        ExpandedPairValues<V>::accumulate(pr, st.value_pairs.data() + (size_t(h) * (n_pad / 2) + b0 / 2) * dv * 2,
-                                          int64_t(dv) * 2, dv, o, al, n_hb);
+        Bf16PairDots<V>::accumulate(pr, st.value_pairs.data() + (size_t(h) * (n_pad / 2) + b0 / 2) * dv * 2,
+                                    int64_t(dv) * 2, dv, T / 2, o, al, n_hb);
         continue;
       }
     }
@@ -218,13 +208,13 @@ void mla_expanded_attend_chunk(const ExpandedChunk& ch) {
   const int H = p.n_heads, dn = p.qk_nope_head_dim, rd = p.layout.qk_rope_head_dim;
   if (p.dot_dtype == DType::BF16 && ch.key_begin == 0) {  // the rows' queries rounded, once per sequence
     const int dq = dn + rd, n_pairs = (dq + 1) / 2;
-    if (ExpandedPairValues<V>::kEnabled) st.q_bf16.assign(size_t(st.n_rows) * H * n_pairs * 2, 0);
+    if (Bf16PairDots<V>::kEnabled) st.q_bf16.assign(size_t(st.n_rows) * H * n_pairs * 2, 0);
     else st.q_round.resize(size_t(st.n_rows) * H * dq);
 #pragma omp parallel for schedule(static) if (st.n_rows >= 16)
     for (int r = 0; r < st.n_rows; ++r)
       for (int h = 0; h < H; ++h) {
         const float* q = p.q + (ch.seq->row_begin + r) * p.ld_q + int64_t(h) * p.ld_q_head;
-        if (ExpandedPairValues<V>::kEnabled) round_to_bf16<V>(q, st.q_bf16.data() + (size_t(r) * H + h) * n_pairs * 2, dq);
+        if (Bf16PairDots<V>::kEnabled) round_to_bf16<V>(q, st.q_bf16.data() + (size_t(r) * H + h) * n_pairs * 2, dq);
         else
           for (int d = 0; d < dq; ++d) st.q_round[(size_t(r) * H + h) * dq + d] = bf16_to_f32(f32_to_bf16(q[d]));
       }

@@ -38,6 +38,20 @@ struct Avx512 {
     q = _mm_add_ss(q, _mm_movehdup_ps(q));
     return _mm_cvtss_f32(q);
   }
+  // Lane 4i + j of the result = hsum(v[i][j]), bit for bit: the same additions as hsum's tree,
+  // four vectors' halves (then quarters, pairs, lanes) at a time, 15 additions for 16 sums.
+  static F hsum_4x4(const F (&v)[4][4]) {
+    F h[4][2], q[4], w[2];
+    for (int j = 0; j < 4; ++j)  // lanes l + (l + 8): heads (0, 1) and (2, 3) of key j
+      for (int i = 0; i < 2; ++i)
+        h[j][i] = _mm512_add_ps(_mm512_shuffle_f32x4(v[2 * i][j], v[2 * i + 1][j], 0x44),
+                                _mm512_shuffle_f32x4(v[2 * i][j], v[2 * i + 1][j], 0xee));
+    for (int j = 0; j < 4; ++j)  // + (l + 4): quarter i holds head i of key j
+      q[j] = _mm512_add_ps(_mm512_shuffle_f32x4(h[j][0], h[j][1], 0x88), _mm512_shuffle_f32x4(h[j][0], h[j][1], 0xdd));
+    for (int k = 0; k < 2; ++k)  // + (l + 2): per quarter, keys 2k and 2k + 1
+      w[k] = _mm512_add_ps(_mm512_shuffle_ps(q[2 * k], q[2 * k + 1], 0x44), _mm512_shuffle_ps(q[2 * k], q[2 * k + 1], 0xee));
+    return _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xdd));  // + (l + 1)
+  }
   static float hmax(F v) { return _mm512_reduce_max_ps(v); }
 
   // bf16 -> f32 is exact: the bits go to the high half.
