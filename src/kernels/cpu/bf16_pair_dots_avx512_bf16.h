@@ -22,6 +22,22 @@ template <>
 struct Bf16PairDots<Avx512Bf16> {
   static constexpr bool kEnabled = true;
 
+  // acc[i][j] += pair u of row r[i], broadcast to every lane, times v[j] (VDPBF16PS), for 4 rows.
+  // The operands are held as __m512i and cast at the instruction: arrays of __m512bh stay in
+  // memory.
+  template <int N>
+  __attribute__((always_inline)) static void broadcast_pair_step(const uint16_t* const* r, int u, const __m512i (&v)[N],
+                                                                 __m512 (&acc)[4][N]) {
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      uint32_t pair;
+      std::memcpy(&pair, r[i] + 2 * u, 4);
+      const __m512bh rv = __m512bh(_mm512_set1_epi32(int(pair)));
+#pragma GCC unroll 4
+      for (int j = 0; j < N; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], rv, __m512bh(v[j]));
+    }
+  }
+
   // scores[i][t] = scale * sum over pairs u in order of q[i] pair u . keys[t] pair u, for 4 query
   // rows (bf16, n_pairs pairs; short tiles repeat their last) and the block's keys packed
   // [kAttendKeyBlock / 16][n_pairs][16][2]; rows < n_hb stored.
@@ -37,14 +53,7 @@ struct Bf16PairDots<Avx512Bf16> {
       __m512i kv[NG];
 #pragma GCC unroll 4
       for (int j = 0; j < NG; ++j) kv[j] = _mm512_loadu_si512(keys + (size_t(j) * n_pairs + u) * 32);
-#pragma GCC unroll 4
-      for (int i = 0; i < 4; ++i) {
-        uint32_t pair;
-        std::memcpy(&pair, q[i] + 2 * u, 4);
-        const __m512bh qv = __m512bh(_mm512_set1_epi32(int(pair)));
-#pragma GCC unroll 4
-        for (int j = 0; j < NG; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], qv, __m512bh(kv[j]));
-      }
+      broadcast_pair_step(q, u, kv, acc);
     }
     const __m512 sc = _mm512_set1_ps(scale);
     // Unrolled over all 4 rows with the test inside: a loop bounded by n_hb would keep the
@@ -80,14 +89,7 @@ struct Bf16PairDots<Avx512Bf16> {
         __m512i vv[NC];
 #pragma GCC unroll 4
         for (int j = 0; j < NC; ++j) vv[j] = _mm512_maskz_loadu_epi32(mk[j], row + j * W * 2);
-#pragma GCC unroll 4
-        for (int i = 0; i < 4; ++i) {
-          uint32_t pair;
-          std::memcpy(&pair, p[i] + 2 * u, 4);
-          const __m512bh pv = __m512bh(_mm512_set1_epi32(int(pair)));
-#pragma GCC unroll 4
-          for (int j = 0; j < NC; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], pv, __m512bh(vv[j]));
-        }
+        broadcast_pair_step(p, u, vv, acc);
       }
 #pragma GCC unroll 4
       for (int i = 0; i < 4; ++i)  // all 4 unrolled, as in scores()
