@@ -41,8 +41,8 @@ struct Bf16PairDots<Avx512Bf16> {
   // scores[i][t] = scale * sum over pairs u in order of q[i] pair u . keys[t] pair u, for 4 query
   // rows (bf16, n_pairs pairs; short tiles repeat their last) and the block's keys packed
   // [kAttendKeyBlock / 16][n_pairs][16][2]; rows < n_hb stored.
-  __attribute__((noinline)) static void scores(const uint16_t* const* q, const uint16_t* keys, int n_pairs, float scale, float* scores,
-                     int n_hb) {
+  __attribute__((noinline)) static void scores(const uint16_t* const* q, const uint16_t* keys, int n_pairs,
+                                               float scale, float* scores, int n_hb) {
     constexpr int T = kAttendKeyBlock, NG = T / 16;
     __m512 acc[4][NG];
 #pragma GCC unroll 4
@@ -67,8 +67,9 @@ struct Bf16PairDots<Avx512Bf16> {
 
   // p: 4 rows of 2 n_pairs bf16 weights (short tiles repeat their last); o: the rows'
   // accumulators [n_cols]; only rows < n_hb are stored.
-  __attribute__((noinline)) static void accumulate(const uint16_t* const* p, const uint16_t* pairs, int64_t ld_pair, int n_cols, int n_pairs,
-                         float* const* o, const float* alpha, int n_hb) {
+  __attribute__((noinline)) static void accumulate(const uint16_t* const* p, const uint16_t* pairs, int64_t ld_pair,
+                                                   int n_cols, int n_pairs, float* const* o, const float* alpha,
+                                                   int n_hb) {
     constexpr int NC = 4, W = 16;
     for (int cb = 0; cb < n_cols; cb += NC * W) {
       __mmask16 mk[NC];

@@ -265,7 +265,8 @@ void mla_attend_row(const MlaAttentionParams& p, const BatchSequence& s, int64_t
   if (pair_values) ws.value_pairs.resize(size_t(T) * size_t(c));
   // Key t of the block as bf16: the cache entry itself, or the fp8 entry rounded.
   auto key_bf16 = [&](int32_t t0, int t) {
-    return bf16_keys ? ws.keys_bf16.data() + size_t(t) * dk : reinterpret_cast<const uint16_t*>(cache_entry(p, s, t0 + t));
+    return bf16_keys ? ws.keys_bf16.data() + size_t(t) * dk
+                     : reinterpret_cast<const uint16_t*>(cache_entry(p, s, t0 + t));
   };
 
   for (int32_t t0 = 0; t0 < n_keys; t0 += T) {

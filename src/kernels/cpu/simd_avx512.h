@@ -49,7 +49,8 @@ struct Avx512 {
     for (int j = 0; j < 4; ++j)  // + (l + 4): quarter i holds head i of key j
       q[j] = _mm512_add_ps(_mm512_shuffle_f32x4(h[j][0], h[j][1], 0x88), _mm512_shuffle_f32x4(h[j][0], h[j][1], 0xdd));
     for (int k = 0; k < 2; ++k)  // + (l + 2): per quarter, keys 2k and 2k + 1
-      w[k] = _mm512_add_ps(_mm512_shuffle_ps(q[2 * k], q[2 * k + 1], 0x44), _mm512_shuffle_ps(q[2 * k], q[2 * k + 1], 0xee));
+      w[k] = _mm512_add_ps(_mm512_shuffle_ps(q[2 * k], q[2 * k + 1], 0x44),
+                           _mm512_shuffle_ps(q[2 * k], q[2 * k + 1], 0xee));
     return _mm512_add_ps(_mm512_shuffle_ps(w[0], w[1], 0x88), _mm512_shuffle_ps(w[0], w[1], 0xdd));  // + (l + 1)
   }
   static float hmax(F v) { return _mm512_reduce_max_ps(v); }
