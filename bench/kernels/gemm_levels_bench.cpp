@@ -15,8 +15,8 @@
 //   requantized lm_head) and FP4 (e2m1, UE8M0 per 32) weights with bf16 activations
 //   on every level, against bf16 on the top one: GEMV at m = 1 (GB/s of stored bytes, scales
 //   included, 1 GiB of them in rotation, next to a 4-stream read-bandwidth probe over 1 GiB) and
-//   linear 2816 x 2048 at m = 16 .. 512 (GFLOP/s); on amx also fp8, int8 and FP4 relaid tile-major
-//   (cpu::relay_weight). --lowbit runs only this part.
+//   linear 2816 x 2048 at m = 16 .. 512 (GFLOP/s); also fp8, int8 and FP4 relaid tile-major
+//   (cpu::relay_weight) for the first level that relays them. --lowbit runs only this part.
 // Usage: gemm_levels_bench [--reps N] [--quick] [--lowbit]; OMP_NUM_THREADS sets the threads.
 #include <immintrin.h>
 #include <omp.h>
@@ -92,6 +92,11 @@ struct Weights {  // `count` bf16 matrices [n_out, n_in] with bf16 activations
   }
 };
 
+struct Level {
+  const char* name;
+  cpu::Isa isa;
+};
+
 // `count` fp8 (128 x 128 blocks), int8 (I8_SM, the requantized lm_head's 1 x 128 blocks) or FP4
 // matrices [n_out, n_in] with bf16 activations: random codes (no NaN), scales near 2^-8.
 struct LowBitWeights {
@@ -128,17 +133,24 @@ struct LowBitWeights {
       w.push_back(lw);
     }
   }
-  // The matrices relaid (cpu::relay_weight) for `isa`, where that level relays them (its packed
-  // blocks run on tiles): tile-major. Else stays empty.
+  // The matrices relaid (cpu::relay_weight) for the first of `levels` that relays them (its packed
+  // blocks run on weight tiles): tile-major, for relaid_level. Else stays empty.
   std::vector<AlignedVector<uint8_t>> relaid_data;
   std::vector<LinearWeight> relaid;
-  void relay_for(cpu::Isa isa) {
+  const Level* relaid_level = nullptr;
+  void relay_for(const std::vector<Level>& levels) {
     const cpu::Isa saved = cpu::active_isa();
-    cpu::set_active_isa(isa);
-    for (const LinearWeight& lw : w) {
-      const size_t bytes = cpu::relaid_bytes(lw);
-      if (bytes == 0) break;
-      relaid.push_back(cpu::relay_weight(lw, relaid_data.emplace_back(bytes).data()));
+    for (const Level& l : levels) {
+      cpu::set_active_isa(l.isa);
+      for (const LinearWeight& lw : w) {
+        const size_t bytes = cpu::relaid_bytes(lw);
+        if (bytes == 0) break;
+        relaid.push_back(cpu::relay_weight(lw, relaid_data.emplace_back(bytes).data()));
+      }
+      if (!relaid.empty()) {
+        relaid_level = &l;
+        break;
+      }
     }
     cpu::set_active_isa(saved);
   }
@@ -232,11 +244,6 @@ void peak(const char* name, double (*loop)(int64_t), int64_t iters) {
               omp_get_max_threads(), all);
 }
 
-struct Level {
-  const char* name;
-  cpu::Isa isa;
-};
-
 // Runs `body(level)` for each level, interleaved, `reps` times; prints medians of value(t).
 void compare(const std::string& label, const std::vector<Level>& levels, int reps, const char* unit,
              const std::function<Timing(const Level&)>& body, const std::function<double(double)>& value) {
@@ -319,8 +326,8 @@ std::vector<Variant> lowbit_variants(const std::vector<Level>& levels, const Wei
       vs.push_back({names.back().c_str(), l.isa, &lw->w, bf16_bytes > 0 ? double(lw->bytes_per_matrix) : 0});
     }
     if (!lw->relaid.empty()) {
-      names.push_back(fmt + std::string(levels[0].name) + " tile-major");
-      vs.push_back({names.back().c_str(), levels[0].isa, &lw->relaid, bf16_bytes > 0 ? double(lw->bytes_per_matrix) : 0});
+      names.push_back(fmt + std::string(lw->relaid_level->name) + " tile-major");
+      vs.push_back({names.back().c_str(), lw->relaid_level->isa, &lw->relaid, bf16_bytes > 0 ? double(lw->bytes_per_matrix) : 0});
     }
   }
   return vs;
@@ -334,9 +341,9 @@ void lowbit_section(const std::vector<Level>& levels, int reps, bool quick) {
     LowBitWeights fp8(DType::F8_E4M3, rotation(double(n_out * n_in)), n_out, n_in, 9);
     LowBitWeights int8(DType::I8_SM, rotation(double(n_out * n_in)), n_out, n_in, 10);
     LowBitWeights fp4(DType::F4_E2M1, rotation(double(n_out * n_in) * 17 / 32), n_out, n_in, 13);
-    fp8.relay_for(levels[0].isa);
-    int8.relay_for(levels[0].isa);
-    fp4.relay_for(levels[0].isa);
+    fp8.relay_for(levels);
+    int8.relay_for(levels);
+    fp4.relay_for(levels);
     const std::vector<Variant> vs = lowbit_variants(levels, bf16, fp8, int8, fp4, double(n_out * n_in * 2));
     const std::vector<float> x = activations(n_in, 3);
     std::vector<float> y(static_cast<size_t>(n_out));
@@ -354,9 +361,9 @@ void lowbit_section(const std::vector<Level>& levels, int reps, bool quick) {
   Weights bf16(1, n_out, n_in, 11);
   LowBitWeights fp8(DType::F8_E4M3, 1, n_out, n_in, 9), int8(DType::I8_SM, 1, n_out, n_in, 10),
       fp4(DType::F4_E2M1, 1, n_out, n_in, 13);
-  fp8.relay_for(levels[0].isa);
-  int8.relay_for(levels[0].isa);
-  fp4.relay_for(levels[0].isa);
+  fp8.relay_for(levels);
+  int8.relay_for(levels);
+  fp4.relay_for(levels);
   const std::vector<Variant> vs = lowbit_variants(levels, bf16, fp8, int8, fp4, 0);
   for (int64_t m : quick ? std::vector<int64_t>{8, 64, 256} : std::vector<int64_t>{8, 16, 64, 256, 512}) {
     const std::vector<float> x = activations(m * n_in, 5);

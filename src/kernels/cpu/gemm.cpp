@@ -22,7 +22,7 @@ void check_weight(const LinearWeight& w) {
   DI_CHECK_MSG(w.act_dtype == DType::F32 || (w.act_dtype == DType::BF16 && admits_bf16_activations(w)),
                "bf16 activations need bf16 or FP4 weights, or fp8 or int8 weights with blocks of a multiple of 32 columns");
   DI_CHECK_MSG(!w.tile_major || (kernels().packs_tiles && runs_packed(w)),
-               "tile-major weights run only on the packed blocks of a level with AMX tiles");
+               "tile-major weights run only on the packed blocks of a level that relays them");
 }
 
 }  // namespace

@@ -32,9 +32,10 @@ bool runs_packed(const LinearWeight& w);
 int64_t packed_column_block(int64_t n_out, int64_t tile_row_bytes, int64_t row_bytes, int64_t m);
 
 // Backend::relaid_bytes / relay_weight on the CPU: fp8 and FP4 weights that run packed on a level
-// whose packed blocks are AMX tiles are relaid tile-major (LinearWeight::tile_major). Decode then
-// streams each tile's weights in order, converting a chunk at a time in L1 right before its tiles
-// (simd_amx.h), where the stored rows would have to be copied whole into L2 panels first.
+// whose packed blocks run on weight tiles (KernelTable::packs_tiles: amx; avx512bf16 for fp8 and
+// int8) are relaid tile-major (LinearWeight::tile_major). Decode then streams each tile's weights
+// in order, converting a chunk at a time in L1 right before its products (simd_amx.h,
+// pair_tiles_avx512_bf16.h), where the stored rows would have to be gathered 16 at a time.
 size_t relaid_bytes(const LinearWeight& w);
 LinearWeight relay_weight(const LinearWeight& w, void* out);
 

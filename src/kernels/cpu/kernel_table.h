@@ -54,16 +54,19 @@ struct KernelTable {
   void (*mla_expanded_attend_chunk)(const ExpandedChunk& chunk);
   // Packed blocks, on levels that pack a call's bf16 activation rows once for all its blocks
   // (nullptr / false elsewhere): amx runs bf16, fp8 (block_cols a multiple of 32, block_rows of 16)
-  // and FP4 weights on tiles, every m alike (simd_amx.h; o_begin a multiple of 16); avx512bf16-fma
-  // runs bf16 and fp8 weights on rows split into f32 even/odd steps (gemm_kernels.h's split
-  // packing), bitwise what its bf16x blocks give. packs(w): whether the packed blocks take w.
+  // and FP4 weights on tiles, every m alike (simd_amx.h; o_begin a multiple of 16); avx512bf16 runs
+  // fp8 and int8 weights on 16-row tiles, one output per lane, every m alike
+  // (pair_tiles_avx512_bf16.h; o_begin a multiple of 16); avx512bf16-fma runs bf16 and fp8 weights
+  // on rows split into f32 even/odd steps (gemm_kernels.h's split packing), bitwise what its bf16x
+  // blocks give. packs(w): whether the packed blocks take w.
   // packed_elems(m, n_in): uint16_t elements of m packed rows; rows [16t, 16t + 16) start at
   // t * packed_elems(16, n_in), so groups of 16 rows may be packed separately. pack_bf16x rounds
   // rows x_rows[r][0, n_in), r < m, to bf16 and packs them; the blocks then read them as
   // linear_block_bf16x / swiglu_block_bf16x read row pointers. amx's layout: token tiles of 16
   // rows, each ceil(n_in / 32) blocks [16 pairs, 16 rows, 2] (pair p of row j: elements 32c + 2p,
-  // +1), zero past m and n_in. packs_tiles: the packed blocks run on tiles (gemm.h's
-  // packed_column_block sizes their blocks).
+  // +1), zero past m and n_in; avx512bf16's: bf16 rows of whole 32-element chunks, zero past n_in.
+  // packs_tiles: the packed blocks run on 16-row weight tiles, which the level reads fastest relaid
+  // tile-major (gemm.h's relay_weight; packed_column_block sizes their blocks).
   bool (*packs)(const LinearWeight& w) = nullptr;
   int64_t (*packed_elems)(int64_t m, int64_t n_in) = nullptr;
   void (*pack_bf16x)(const float* const* x_rows, int64_t m, int64_t n_in, uint16_t* packed) = nullptr;

@@ -11,6 +11,7 @@
 #include "kernels/cpu/bf16_pair_dots_avx512_bf16.h"
 #include "kernels/cpu/mla_attention_kernels.h"
 #include "kernels/cpu/mla_expanded_attention_kernels.h"
+#include "kernels/cpu/pair_tiles_avx512_bf16.h"
 
 namespace deepinfer::cpu {
 namespace {
@@ -30,11 +31,23 @@ void swiglu_block_f32(const float* const* x, int64_t m, const LinearWeight& gate
 
 }  // namespace
 
+// fp8 and int8 weights with bf16 activations also as packed blocks, relaid tile-major at load: one
+// output per lane (pair_tiles_avx512_bf16.h).
 const KernelTable kAvx512Bf16Kernels = {
-    &linear_block_f32,              &swiglu_block_f32,              kAvx512Kernels.outer_block,
-    &linear_block_bf16x_any<Avx512Bf16>, &swiglu_block_bf16x_any<Avx512Bf16>, &round_to_bf16<Avx512Bf16>,
-    &mla_attend_row<Avx512Bf16>,
-    &mla_expanded_attend_chunk<Avx512Bf16>};
+    .linear_block = &linear_block_f32,
+    .swiglu_block = &swiglu_block_f32,
+    .outer_block = kAvx512Kernels.outer_block,
+    .linear_block_bf16x = &linear_block_bf16x_any<Avx512Bf16>,
+    .swiglu_block_bf16x = &swiglu_block_bf16x_any<Avx512Bf16>,
+    .round_to_bf16 = &round_to_bf16<Avx512Bf16>,
+    .mla_attend_row = &mla_attend_row<Avx512Bf16>,
+    .mla_expanded_attend_chunk = &mla_expanded_attend_chunk<Avx512Bf16>,
+    .packs = &pair_tiles::packs,
+    .packed_elems = &pair_tiles::packed_elems,
+    .pack_bf16x = &pair_tiles::pack_rows,
+    .linear_block_packed = &pair_tiles::linear_block_packed,
+    .swiglu_block_packed = &pair_tiles::swiglu_block_packed,
+    .packs_tiles = true};
 
 // bf16 and fp8 weights with bf16 activations also as packed blocks: a call's rows split once.
 const KernelTable kAvx512Bf16FmaKernels = {

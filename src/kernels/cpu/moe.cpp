@@ -4,7 +4,8 @@
 // holding every row. Scratch buffers live per calling thread and are reused across calls.
 // Weights with act_dtype BF16 get the inputs (x for gate/up, the SwiGLU output for down)
 // rounded to bf16 once per call, before the phase that reads them; on levels that pack (gemm.h's
-// runs_packed: amx's token tiles, avx512bf16-fma's split rows) each expert's rows are packed instead.
+// runs_packed: amx's token tiles, avx512bf16's pair tiles, avx512bf16-fma's split rows) each expert's
+// rows are packed instead, per expert and projection kind.
 #include "kernels/cpu/moe.h"
 
 #include <algorithm>
@@ -22,6 +23,7 @@ namespace {
 struct Group {  // one expert's rows: assignments [begin, begin + n) of the sorted order
   const MlpWeightRefs* mlp;
   int64_t begin, n;
+  bool pack_up = false, pack_down = false;  // its gate/up, its down projection run packed (runs_packed)
 };
 
 struct Task {  // columns [o0, o1) of group g
@@ -73,15 +75,18 @@ void moe(const MoeParams& p) {
   const bool up_bf16 = g0.act_dtype == DType::BF16, down_bf16 = p.experts[0].down->act_dtype == DType::BF16;
   MoeScratch& s = moe_scratch();
   const KernelTable& kt = kernels();
-  // Packed blocks for a projection kind when every expert's weights of that kind take them.
-  bool pack_up = up_bf16, pack_down = down_bf16;
+  // Packed blocks per expert and projection kind, where its weights take them (the routed experts
+  // and the shared one may differ: FP4 experts beside an fp8 shared expert, say); bf16 rows for the rest.
+  const auto packs_up = [&](const MlpWeightRefs& w) { return up_bf16 && runs_packed(*w.gate) && runs_packed(*w.up); };
+  const auto packs_down = [&](const MlpWeightRefs& w) { return down_bf16 && runs_packed(*w.down); };
+  bool all_pack_up = true, all_pack_down = true;
   for (int e = 0; e <= p.n_experts; ++e) {
     const MlpWeightRefs* w = e < p.n_experts ? &p.experts[e] : p.shared;
     if (!w) continue;
-    pack_up = pack_up && runs_packed(*w->gate) && runs_packed(*w->up);
-    pack_down = pack_down && runs_packed(*w->down);
+    all_pack_up = all_pack_up && packs_up(*w);
+    all_pack_down = all_pack_down && packs_down(*w);
   }
-  const uint16_t* const* xb = up_bf16 && !pack_up ? bf16_rows(strided_rows(p.x, p.ldx, m), m, d, s.x_bf16) : nullptr;
+  const uint16_t* const* xb = up_bf16 && !all_pack_up ? bf16_rows(strided_rows(p.x, p.ldx, m), m, d, s.x_bf16) : nullptr;
   s.count.assign(size_t(p.n_experts) + 1, 0);
   for (int64_t i = 0; i < m * k; ++i) {
     DI_CHECK(p.expert_ids[i] >= 0 && p.expert_ids[i] < p.n_experts);
@@ -112,7 +117,7 @@ void moe(const MoeParams& p) {
       if (xb) s.x_rows_bf16[size_t(m * k + r)] = xb[r];
     }
   for (int64_t i = 0; i < n_assign; ++i) s.act_rows[size_t(i)] = s.act.data() + i * ld_act;
-  if (down_bf16 && !pack_down) {
+  if (down_bf16 && !all_pack_down) {
     s.act_bf16.resize(size_t(n_assign * ld_act));
     s.act_rows_bf16.resize(size_t(n_assign));
     for (int64_t i = 0; i < n_assign; ++i) s.act_rows_bf16[size_t(i)] = s.act_bf16.data() + i * ld_act;
@@ -121,15 +126,16 @@ void moe(const MoeParams& p) {
   s.groups.clear();
   for (int e = 0; e < p.n_experts; ++e) {
     const int64_t n = s.count[size_t(e) + 1] - s.count[size_t(e)];
-    if (n > 0) s.groups.push_back({&p.experts[e], s.count[size_t(e)], n});
+    if (n > 0) s.groups.push_back({&p.experts[e], s.count[size_t(e)], n, packs_up(p.experts[e]), packs_down(p.experts[e])});
   }
-  if (p.shared) s.groups.push_back({p.shared, m * k, m});
+  if (p.shared) s.groups.push_back({p.shared, m * k, m, packs_up(*p.shared), packs_down(*p.shared)});
   s.up_tasks.clear();
   s.down_tasks.clear();
   s.x_packed_at.assign(1, 0);
   s.act_packed_at.assign(1, 0);
   for (int g = 0; g < int(s.groups.size()); ++g) {
     const MlpWeightRefs& w = *s.groups[size_t(g)].mlp;
+    const bool pack_up = s.groups[size_t(g)].pack_up, pack_down = s.groups[size_t(g)].pack_down;
     DI_CHECK(w.gate->n_in == d && w.down->n_out == d && w.down->n_in == w.gate->n_out);
     DI_CHECK(w.up->dtype == w.gate->dtype && w.up->n_out == w.gate->n_out && w.up->n_in == d);
     DI_CHECK_MSG(w.gate->act_dtype == g0.act_dtype && w.up->act_dtype == g0.act_dtype &&
@@ -140,7 +146,7 @@ void moe(const MoeParams& p) {
                      (w.down->act_dtype == DType::F32 || admits_bf16_activations(*w.down)),
                  "bf16 activations need bf16 weights or fp8 weights with blocks of a multiple of 32 columns");
     DI_CHECK_MSG((pack_up || (!w.gate->tile_major && !w.up->tile_major)) && (pack_down || !w.down->tile_major),
-                 "tile-major fp8 experts run only on the packed blocks of a level with AMX tiles");
+                 "tile-major fp8 experts run only on the packed blocks of a level that relays them");
     const int64_t up_row_bytes = 2 * weight_row_bytes(*w.gate), down_row_bytes = weight_row_bytes(*w.down);
     const int64_t n = s.groups[size_t(g)].n;
     add_tasks(s.up_tasks, g, w.gate->n_out,
@@ -157,10 +163,11 @@ void moe(const MoeParams& p) {
   const int n_groups = int(s.groups.size());
 #pragma omp parallel
   {
-    if (pack_up) {
+    {
 #pragma omp for schedule(dynamic, 1)
       for (int g = 0; g < n_groups; ++g)
-        kt.pack_bf16x(s.x_rows.data() + s.groups[size_t(g)].begin, s.groups[size_t(g)].n, d,
+        if (s.groups[size_t(g)].pack_up)
+          kt.pack_bf16x(s.x_rows.data() + s.groups[size_t(g)].begin, s.groups[size_t(g)].n, d,
                       s.x_packed.data() + s.x_packed_at[size_t(g)]);
     }
 #pragma omp for schedule(dynamic, 1)
@@ -168,26 +175,26 @@ void moe(const MoeParams& p) {
       const Task& task = s.up_tasks[t];
       const Group& g = s.groups[size_t(task.g)];
       float* y = s.act.data() + g.begin * ld_act + task.o0;
-      if (pack_up) kt.swiglu_block_packed(s.x_packed.data() + s.x_packed_at[size_t(task.g)], g.n, *g.mlp->gate, *g.mlp->up, task.o0, task.o1, y, ld_act);
+      if (g.pack_up) kt.swiglu_block_packed(s.x_packed.data() + s.x_packed_at[size_t(task.g)], g.n, *g.mlp->gate, *g.mlp->up, task.o0, task.o1, y, ld_act);
       else if (up_bf16) kt.swiglu_block_bf16x(s.x_rows_bf16.data() + g.begin, g.n, *g.mlp->gate, *g.mlp->up, task.o0, task.o1, y, ld_act);
       else kt.swiglu_block(s.x_rows.data() + g.begin, g.n, *g.mlp->gate, *g.mlp->up, task.o0, task.o1, y, ld_act);
     }
-    if (pack_down) {
 #pragma omp for schedule(dynamic, 1)
-      for (int g = 0; g < n_groups; ++g)
-        kt.pack_bf16x(s.act_rows.data() + s.groups[size_t(g)].begin, s.groups[size_t(g)].n,
-                      s.groups[size_t(g)].mlp->down->n_in, s.act_packed.data() + s.act_packed_at[size_t(g)]);
-    } else if (down_bf16) {
-#pragma omp for schedule(static)
-      for (int64_t i = 0; i < n_assign; ++i)  // routed assignments first, then the shared rows
-        kt.round_to_bf16(s.act_rows[size_t(i)], s.act_bf16.data() + i * ld_act, i < m * k ? inter : inter_shared);
+    for (int g = 0; g < n_groups; ++g) {
+      const Group& gr = s.groups[size_t(g)];
+      if (gr.pack_down) {
+        kt.pack_bf16x(s.act_rows.data() + gr.begin, gr.n, gr.mlp->down->n_in, s.act_packed.data() + s.act_packed_at[size_t(g)]);
+      } else if (down_bf16) {
+        for (int64_t i = gr.begin; i < gr.begin + gr.n; ++i)  // routed assignments first, then the shared rows
+          kt.round_to_bf16(s.act_rows[size_t(i)], s.act_bf16.data() + i * ld_act, gr.mlp->down->n_in);
+      }
     }
 #pragma omp for schedule(dynamic, 1)
     for (size_t t = 0; t < s.down_tasks.size(); ++t) {
       const Task& task = s.down_tasks[t];
       const Group& g = s.groups[size_t(task.g)];
       float* y = s.out.data() + g.begin * d + task.o0;
-      if (pack_down) kt.linear_block_packed(s.act_packed.data() + s.act_packed_at[size_t(task.g)], g.n, *g.mlp->down, task.o0, task.o1, y, d);
+      if (g.pack_down) kt.linear_block_packed(s.act_packed.data() + s.act_packed_at[size_t(task.g)], g.n, *g.mlp->down, task.o0, task.o1, y, d);
       else if (down_bf16) kt.linear_block_bf16x(s.act_rows_bf16.data() + g.begin, g.n, *g.mlp->down, task.o0, task.o1, y, d);
       else kt.linear_block(s.act_rows.data() + g.begin, g.n, *g.mlp->down, task.o0, task.o1, y, d);
     }

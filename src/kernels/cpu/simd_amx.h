@@ -86,32 +86,6 @@ struct TileScope {
   TileScope& operator=(const TileScope&) = delete;
 };
 
-// In-register transpose of a 16 x 16 matrix of 32-bit lanes: r[i] lane j -> r[j] lane i.
-inline void transpose16(__m512i (&r)[16]) {
-  __m512i t[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-  }
-  // r[4q + s], 128-bit lane L: rows 4q..4q+3 of column 4L + s. Column 4L + s is lane L of
-  // r[s], r[4 + s], r[8 + s], r[12 + s], in that order.
-  for (int s = 0; s < 4; ++s) {
-    const __m512i a = _mm512_shuffle_i32x4(r[s], r[4 + s], 0x88), b = _mm512_shuffle_i32x4(r[s], r[4 + s], 0xdd);
-    const __m512i c = _mm512_shuffle_i32x4(r[8 + s], r[12 + s], 0x88), d = _mm512_shuffle_i32x4(r[8 + s], r[12 + s], 0xdd);
-    t[s] = _mm512_shuffle_i32x4(a, c, 0x88);
-    t[8 + s] = _mm512_shuffle_i32x4(a, c, 0xdd);
-    t[4 + s] = _mm512_shuffle_i32x4(b, d, 0x88);
-    t[12 + s] = _mm512_shuffle_i32x4(b, d, 0xdd);
-  }
-  for (int i = 0; i < 16; ++i) r[i] = t[i];
-}
-
 // Rounds rows x[j][0, n_in), j < m <= 16, to bf16 (nearest even, as VCVTNEPS2BF16) into one
 // token tile: kc blocks of kBlockElems, zero past m and n_in.
 inline void pack_token_tile(const float* const* x, int64_t m, int64_t n_in, uint16_t* tile) {

@@ -1,16 +1,17 @@
-// The amx level's fp8 (e4m3, block scales) and FP4 (e2m1, UE8M0 per 32) weights with bf16
-// activations on tiles (simd_amx.h, amx_weight_rows.h):
+// The packed blocks of fp8 (e4m3, block scales) and int8 (I8_SM) weights with bf16 activations on
+// the levels that run them on 16-row weight tiles, amx (simd_amx.h) and avx512bf16
+// (pair_tiles_avx512_bf16.h), and the amx level's FP4 (e2m1, UE8M0 per 32) weights (amx_weight_rows.h):
 //  - fp8: against a double reference of the dequantized weights (code * scale) on the
-//    bf16-rounded inputs within simd_amx.h's stated bound, for scale blocks 128 x 128, 32 x 32 and
+//    bf16-rounded inputs within the kernels' stated bound, for scale blocks 128 x 128, 32 x 32 and
 //    16 x 64, n_in not a multiple of 32 or of the block, n_out not a multiple of 16; int8 (I8_SM,
 //    the requantized lm_head's codes) the same way, with a scale per row (blocks 1 x 128, 1 x 32),
 //    whose value the reference takes from the format's definition;
-//  - FP4: bitwise the same weights expanded to bf16 on the same level;
+//  - FP4 (amx): bitwise the same weights expanded to bf16 on the same level;
 //  - both: every batch size 1..300 gives each row the bits it gets alone, on one and two threads
 //    (linear, SwiGLU, MoE);
 //  - fp8, int8 and FP4 relaid tile-major (cpu::relay_weight): the layout byte for byte, and bitwise
 //    the stored layout's outputs.
-// Skipped where the CPU or OS offers no AMX.
+// Each level's tests are skipped where the CPU (or, for AMX, the OS) does not offer it.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -30,6 +31,15 @@ namespace {
 
 class AmxBlockScaled : public AmxLevelTest {};
 
+// fp8 and int8 weights on each level whose packed blocks run on weight tiles.
+class TileBlockScaled : public ::testing::TestWithParam<cpu::Isa> {
+ protected:
+  void SetUp() override {
+    if (!cpu::cpu_runs(GetParam())) GTEST_SKIP() << "ISA not on this CPU";
+  }
+  IsaScope scope{cpu::cpu_runs(GetParam()) ? GetParam() : cpu::active_isa()};
+};
+
 // An fp8 (or, with `dtype` I8_SM, int8) weight with [block_rows, block_cols] scale blocks and bf16
 // activations.
 std::unique_ptr<TestWeight> fp8_weight(int64_t n_out, int64_t n_in, int block_rows, int block_cols, uint32_t seed,
@@ -43,7 +53,7 @@ std::unique_ptr<TestWeight> fp8_weight(int64_t n_out, int64_t n_in, int block_ro
   return tw;
 }
 
-// W[o, i] = code * scale in double (exact), and simd_amx.h's bound on |y - x . W|:
+// W[o, i] = code * scale in double (exact), and the kernels' bound on |y - x . W|:
 // (n_in + 2 * n_blocks) * 2^-24 * sum |x_i W[o, i]| (plus f32's smallest normal, for sums near 0).
 struct Fp8Reference {
   double value = 0, bound = 0;
@@ -89,7 +99,7 @@ std::string shape_name(DType dtype, const Fp8Shape& s) {
          std::to_string(s.block_rows) + " x " + std::to_string(s.block_cols);
 }
 
-TEST_F(AmxBlockScaled, Fp8AndInt8LinearMatchReferenceForEveryBatchSize) {
+TEST_P(TileBlockScaled, Fp8AndInt8LinearMatchReferenceForEveryBatchSize) {
   for (const CodesCase& k : kCodesCases)
   for (const Fp8Shape& s : std::span(k.shapes, k.n)) {
     SCOPED_TRACE(shape_name(k.dtype, s));
@@ -112,7 +122,7 @@ TEST_F(AmxBlockScaled, Fp8AndInt8LinearMatchReferenceForEveryBatchSize) {
   }
 }
 
-TEST_F(AmxBlockScaled, Fp8AndInt8SwigluMatchReferenceForEveryBatchSize) {
+TEST_P(TileBlockScaled, Fp8AndInt8SwigluMatchReferenceForEveryBatchSize) {
   const std::pair<DType, Fp8Shape> cases[] = {{DType::F8_E4M3, {45, 300, 128, 128}}, {DType::F8_E4M3, {20, 544, 32, 32}},
                                               {DType::I8_SM, {45, 300, 1, 128}}};
   for (const auto& [dtype, s] : cases) {
@@ -174,7 +184,7 @@ void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b) 
 // zero past n_out and n_in; then the fp8 and int8 scales (a copy) or the FP4 blocks' scale bytes.
 LinearWeight tile_major(const LinearWeight& w, AlignedVector<uint8_t>& buf) {
   buf.assign(cpu::relaid_bytes(w), 0xff);
-  EXPECT_FALSE(buf.empty()) << "the amx level relays fp8 and FP4 weights with bf16 activations";
+  EXPECT_FALSE(buf.empty()) << "the level relays this weight with bf16 activations";
   const LinearWeight t = cpu::relay_weight(w, buf.data());
   EXPECT_TRUE(t.tile_major);
   EXPECT_EQ(t.data, buf.data());
@@ -216,7 +226,7 @@ LinearWeight tile_major(const LinearWeight& w, AlignedVector<uint8_t>& buf) {
 // Tile-major fp8 codes give every output the stored layout's bits: one token tile (streamed a
 // chunk at a time) and several (panels copied block by block), on one and two threads; linear
 // (every shape above), SwiGLU and MoE (experts and a shared expert relaid).
-TEST_F(AmxBlockScaled, Fp8AndInt8TileMajorGiveTheStoredLayoutsBits) {
+TEST_P(TileBlockScaled, Fp8AndInt8TileMajorGiveTheStoredLayoutsBits) {
   const std::vector<int64_t> batches = {1, 2, 3, 15, 16, 17, 40};
   for (const CodesCase& k : kCodesCases)
   for (const Fp8Shape& s : std::span(k.shapes, k.n)) {
@@ -356,44 +366,42 @@ TEST_F(AmxBlockScaled, Fp4SwigluIsTheBf16ExpansionForEveryBatchSize) {
   });
 }
 
-// MoE with fp8 experts (128 x 128 blocks, down projections of 48 inputs: a short chunk) and with
-// FP4 experts (64), each with a shared expert of twice the width: groups from one row to several
-// token tiles, each row's output the one it gets alone.
-TEST_F(AmxBlockScaled, MoeIsInvariantForEveryBatchSize) {
-  const int64_t d = 96;
+// MoE with fp8 experts (128 x 128 blocks, down projections of 48 inputs: a short chunk), with a
+// shared expert of twice the width: groups from one row to several token tiles, each row's output
+// the one it gets alone.
+TEST_P(TileBlockScaled, Fp8MoeIsInvariantForEveryBatchSize) {
+  const int64_t d = 96, inter = 48;
   const int E = 4;
-  const auto expect_invariant = [&](const std::vector<MlpWeightRefs>& experts) {
-    expect_moe_invariant_for_every_batch_size(d, experts.data(), E, &experts[E]);
-  };
-  {
-    SCOPED_TRACE("fp8");
-    const int64_t inter = 48;
-    std::vector<std::unique_ptr<TestWeight>> ws;
-    std::vector<MlpWeightRefs> experts;
-    for (int e = 0; e <= E; ++e) {  // the last is the shared expert
-      const int64_t width = e == E ? 2 * inter : inter;
-      ws.push_back(fp8_weight(width, d, 128, 128, 100 + 7 * uint32_t(e)));
-      ws.push_back(fp8_weight(width, d, 128, 128, 101 + 7 * uint32_t(e)));
-      ws.push_back(fp8_weight(d, width, 128, 128, 102 + 7 * uint32_t(e)));
-      experts.push_back({&ws[ws.size() - 3]->w, &ws[ws.size() - 2]->w, &ws[ws.size() - 1]->w});
-    }
-    expect_invariant(experts);
+  std::vector<std::unique_ptr<TestWeight>> ws;
+  std::vector<MlpWeightRefs> experts;
+  for (int e = 0; e <= E; ++e) {  // the last is the shared expert
+    const int64_t width = e == E ? 2 * inter : inter;
+    ws.push_back(fp8_weight(width, d, 128, 128, 100 + 7 * uint32_t(e)));
+    ws.push_back(fp8_weight(width, d, 128, 128, 101 + 7 * uint32_t(e)));
+    ws.push_back(fp8_weight(d, width, 128, 128, 102 + 7 * uint32_t(e)));
+    experts.push_back({&ws[ws.size() - 3]->w, &ws[ws.size() - 2]->w, &ws[ws.size() - 1]->w});
   }
-  {
-    SCOPED_TRACE("FP4");
-    const int64_t inter = 64;
-    std::vector<std::unique_ptr<Fp4Pair>> ws;
-    std::vector<MlpWeightRefs> experts;
-    for (int e = 0; e <= E; ++e) {
-      const int64_t width = e == E ? 2 * inter : inter;
-      ws.push_back(std::make_unique<Fp4Pair>(width, d, 200 + 7 * uint32_t(e)));
-      ws.push_back(std::make_unique<Fp4Pair>(width, d, 201 + 7 * uint32_t(e)));
-      ws.push_back(std::make_unique<Fp4Pair>(d, width, 202 + 7 * uint32_t(e)));
-      experts.push_back({&ws[ws.size() - 3]->fp4, &ws[ws.size() - 2]->fp4, &ws[ws.size() - 1]->fp4});
-    }
-    expect_invariant(experts);
-  }
+  expect_moe_invariant_for_every_batch_size(d, experts.data(), E, &experts[E]);
 }
+
+// MoE with FP4 experts (64 wide) and a shared expert of twice the width, as above.
+TEST_F(AmxBlockScaled, Fp4MoeIsInvariantForEveryBatchSize) {
+  const int64_t d = 96, inter = 64;
+  const int E = 4;
+  std::vector<std::unique_ptr<Fp4Pair>> ws;
+  std::vector<MlpWeightRefs> experts;
+  for (int e = 0; e <= E; ++e) {
+    const int64_t width = e == E ? 2 * inter : inter;
+    ws.push_back(std::make_unique<Fp4Pair>(width, d, 200 + 7 * uint32_t(e)));
+    ws.push_back(std::make_unique<Fp4Pair>(width, d, 201 + 7 * uint32_t(e)));
+    ws.push_back(std::make_unique<Fp4Pair>(d, width, 202 + 7 * uint32_t(e)));
+    experts.push_back({&ws[ws.size() - 3]->fp4, &ws[ws.size() - 2]->fp4, &ws[ws.size() - 1]->fp4});
+  }
+  expect_moe_invariant_for_every_batch_size(d, experts.data(), E, &experts[E]);
+}
+
+INSTANTIATE_TEST_SUITE_P(Levels, TileBlockScaled, ::testing::Values(cpu::Isa::kAmx, cpu::Isa::kAvx512Bf16),
+                         [](const auto& info) { return isa_test_name(info.param); });
 
 }  // namespace
 }  // namespace deepinfer::test

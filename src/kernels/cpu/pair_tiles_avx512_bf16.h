@@ -1,0 +1,345 @@
+// The avx512bf16 level's packed blocks (kernel_table.h): fp8 (e4m3) and int8 (I8_SM) weights with
+// block scales against bf16 activation rows on VDPBF16PS, one output per lane. Included only by
+// kernels_avx512bf16.cpp, compiled for it and run only where the CPU has it.
+//
+// Operands. A weight tile is 16 rows; its chunk c (columns [32c, 32c + 32)) is 16 vectors of bf16
+// pairs, pair p's vector holding (w[r][32c + 2p], w[r][32c + 2p + 1]) in lane r: the codes of a
+// tile-major weight (gemm.h's relay_weight; pair order) converted as they lie, or a stored weight's
+// 16 rows converted and transposed, exactly either way (Avx512Bf16::fp8x64_to_bf16). Activations:
+// each row rounded to bf16 and zero-padded to whole chunks (pack_rows), one pair of it broadcast to
+// every lane. A register tile is MR rows x NT weight tiles of accumulators (for_row_tiles, up to
+// 6 x 4), so each pair's weight vector feeds MR products and each broadcast NT.
+//
+// Bits. Output o of row i is lane o % 16 of its tile's accumulator for row i: per scale block, a
+// partial from zero takes VDPBF16PS(partial, pair p of row i broadcast, pair p of the tile) for the
+// block's pairs in ascending order (zero pairs past n_in), then total = fma(partial, scale, total)
+// (f32, from zero), blocks in order. Nothing else touches it, so its bits depend only on its weight
+// row and its activation row: never on m, the register tile, the tile group, the pass, the column
+// block, the thread or the weight's layout (relaid or stored). Against the dequantized weights
+// (code * scale, in double) with the bf16-rounded activations the products are exact and only
+// roundings remain: at most one per product added within a scale block, one for each block's
+// scaled partial and one for its addition into the total, so to first order
+// |error| <= (n_in + 2 * n_blocks) * 2^-24 * sum_i |x_i * w_i * scale_i| (simd_amx.h's bound).
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "core/aligned_vector.h"
+#include "core/dtype.h"
+#include "kernels/cpu/amx_weight_rows.h"
+#include "kernels/cpu/row_tiles.h"
+#include "kernels/cpu/simd_avx512_bf16.h"
+#include "kernels/ops.h"
+
+namespace deepinfer::cpu::pair_tiles {
+
+constexpr int kTile = 16;        // outputs per weight tile (lanes)
+constexpr int64_t kChunk = 32;   // columns per chunk: 16 pairs
+constexpr int kChunkElems = 512; // bf16 elements of a converted tile chunk: [16 pairs, 16 rows, 2]
+constexpr int kGroup = 4;        // weight tiles per register tile
+
+// Packed activations: row r at r * row_elems(n_in), bf16, zero past n_in.
+inline int64_t row_elems(int64_t n_in) { return (n_in + kChunk - 1) / kChunk * kChunk; }
+inline int64_t packed_elems(int64_t m, int64_t n_in) { return m * row_elems(n_in); }
+inline void pack_rows(const float* const* x, int64_t m, int64_t n_in, uint16_t* packed) {
+  const int64_t ld = row_elems(n_in);
+  for (int64_t r = 0; r < m; ++r) {
+    Avx512Bf16::round_to_bf16(x[r], packed + r * ld, n_in);
+    std::fill(packed + r * ld + n_in, packed + (r + 1) * ld, uint16_t(0));
+  }
+}
+
+// packs (kernel_table.h): fp8 and int8 weights whose column blocks hold whole chunks and whose row
+// blocks whole tiles or single rows.
+inline bool packs(const LinearWeight& w) {
+  return has_block_scales(w.dtype) && w.block_cols % kChunk == 0 && (w.block_rows % kTile == 0 || w.block_rows == 1);
+}
+
+// Weight tile t of w: rows [16t, 16t + 16).
+struct TileRef {
+  const LinearWeight* w;
+  int64_t t;
+};
+
+// The scales of a tile's scale block blk per lane: its row block's in every lane, or with a scale
+// per row, row r's in lane r (0 past n_out).
+inline __m512 tile_scales(const TileRef& tile, int64_t blk) {
+  const LinearWeight& w = *tile.w;
+  const int64_t n_cb = (w.n_in + w.block_cols - 1) / w.block_cols;
+  if (w.block_rows != 1) return _mm512_set1_ps(w.scale_inv[tile.t * kTile / w.block_rows * n_cb + blk]);
+  const int rows = int(std::min<int64_t>(kTile, w.n_out - tile.t * kTile));
+  const __m512i at = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                        _mm512_set1_epi32(int(n_cb)));
+  return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), __mmask16((1u << rows) - 1u), at,
+                                  w.scale_inv + tile.t * kTile * n_cb + blk, 4);
+}
+
+// Chunks [c0, c0 + n) of a tile as bf16 pairs: chunk c0 + j's pair p of the 16 rows at
+// dst + 512j + 32p (rows past n_out as stored by the relay, or zero; their outputs are never
+// stored). Tile-major codes convert as they lie; stored rows are each converted front to back into
+// a row-major staging (so the prefetchers follow one row at a time, not 16 rows' 32 bytes each),
+// then transposed a chunk at a time.
+// The 16 rows src + i * ld (32 bf16 each: 16 pairs) transposed into pair order: pair p of row i
+// at dst + 32p + 2i. transpose16's steps, its last step storing straight to dst (a copy back into
+// the row array would leave 32 vectors live, more than the registers).
+__attribute__((always_inline)) inline void transpose_pairs(const uint16_t* src, int64_t ld, uint16_t* dst) {
+  __m512i r[16], t[16];
+  for (int i = 0; i < 16; i += 2) {
+    const __m512i a = _mm512_load_si512(src + i * ld), b = _mm512_load_si512(src + (i + 1) * ld);
+    t[i] = _mm512_unpacklo_epi32(a, b);
+    t[i + 1] = _mm512_unpackhi_epi32(a, b);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int s = 0; s < 4; ++s) {
+    const __m512i a = _mm512_shuffle_i32x4(r[s], r[4 + s], 0x88), b = _mm512_shuffle_i32x4(r[s], r[4 + s], 0xdd);
+    const __m512i c = _mm512_shuffle_i32x4(r[8 + s], r[12 + s], 0x88), d = _mm512_shuffle_i32x4(r[8 + s], r[12 + s], 0xdd);
+    _mm512_store_si512(dst + s * 32, _mm512_shuffle_i32x4(a, c, 0x88));
+    _mm512_store_si512(dst + (8 + s) * 32, _mm512_shuffle_i32x4(a, c, 0xdd));
+    _mm512_store_si512(dst + (4 + s) * 32, _mm512_shuffle_i32x4(b, d, 0x88));
+    _mm512_store_si512(dst + (12 + s) * 32, _mm512_shuffle_i32x4(b, d, 0xdd));
+  }
+}
+
+// Rows ahead of the conversion that a stored weight's span is prefetched: the row loop reads short
+// runs of many rows, too many streams for the hardware prefetchers.
+constexpr int64_t kStoredRowsAhead = 4;
+inline void convert_chunks(const Avx512Bf16::Fp8Lut& lut, const TileRef& tile, int64_t c0, int64_t n, uint16_t* dst) {
+  const LinearWeight& w = *tile.w;
+  const int64_t kc = (w.n_in + kChunk - 1) / kChunk;
+  if (w.tile_major) {
+    for (int64_t j = 0; j < n; ++j) amx::pair_block(lut, w, kc, tile.t, c0 + j, dst + j * kChunkElems);
+    return;
+  }
+  const int64_t ld = n * kChunk + kChunk;  // a spare chunk per row spreads the rows over the L1 sets
+  thread_local AlignedVector<uint16_t> staging;
+  staging.resize(size_t(kTile * ld));
+  const uint8_t* base = static_cast<const uint8_t*>(w.data);
+  for (int i = 0; i < kTile; ++i) {
+    const int64_t row = tile.t * kTile + i;
+    uint16_t* out = staging.data() + i * ld;
+    for (int64_t j = 0; j < n; j += 2) {
+      const int64_t k = (c0 + j) * kChunk;
+      __m512i w0 = _mm512_setzero_si512(), w1 = _mm512_setzero_si512();
+      if (row < w.n_out) {
+        const uint8_t* codes = base + row * w.n_in + k;
+        _mm_prefetch(reinterpret_cast<const char*>(codes + kStoredRowsAhead * w.n_in), _MM_HINT_T0);
+        Avx512Bf16::fp8x64_to_bf16(lut, codes, int(std::min<int64_t>(j + 1 < n ? 64 : 32, w.n_in - k)), w0, w1);
+      }
+      _mm512_store_si512(out + j * kChunk, w0);
+      if (j + 1 < n) _mm512_store_si512(out + (j + 1) * kChunk, w1);
+    }
+  }
+  for (int64_t j = 0; j < n; ++j) transpose_pairs(staging.data() + j * kChunk, ld, dst + j * kChunkElems);
+}
+
+// One scale block of MR rows x NT tiles: n_ch chunks of converted tiles (tile n's chunk cc at
+// wp + (n * span + cc) * kChunkElems) against rows x + i * ldx (the block's first column),
+// then tot[i * ldt + 16n + lane] = fma(partial, scales[16n + lane], first ? 0 : tot[...]).
+// Not inlined: the MR x NT accumulators need the registers to themselves.
+template <int MR, int NT>
+__attribute__((noinline)) void block_tile(const uint16_t* x, int64_t ldx, const uint16_t* wp, int64_t span,
+                                          int64_t n_ch, const float* scales, float* tot, int64_t ldt, bool first) {
+  __m512 part[MR][NT];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int n = 0; n < NT; ++n) part[i][n] = _mm512_setzero_ps();
+  for (int64_t cc = 0; cc < n_ch; ++cc)
+    for (int p = 0; p < 16; ++p) {
+      __m512i wv[NT];
+#pragma GCC unroll 4
+      for (int n = 0; n < NT; ++n) wv[n] = _mm512_load_si512(wp + (n * span + cc) * kChunkElems + p * 32);
+#pragma GCC unroll 8
+      for (int i = 0; i < MR; ++i) {
+        int32_t pair;
+        std::memcpy(&pair, x + i * ldx + cc * kChunk + 2 * p, 4);
+        const __m512i a = _mm512_set1_epi32(pair);
+#pragma GCC unroll 4
+        for (int n = 0; n < NT; ++n) part[i][n] = _mm512_dpbf16_ps(part[i][n], __m512bh(a), __m512bh(wv[n]));
+      }
+    }
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int n = 0; n < NT; ++n) {
+      float* t = tot + i * ldt + n * kTile;
+      const __m512 prev = first ? _mm512_setzero_ps() : _mm512_load_ps(t);
+      _mm512_store_ps(t, _mm512_fmadd_ps(part[i][n], _mm512_load_ps(scales + n * kTile), prev));
+    }
+}
+
+// Activation rows per pass: a pass's rows (about kPassBytes) stay in L2 while every tile group of
+// the block converts its scale blocks once for them.
+constexpr int64_t kPassBytes = int64_t(384) << 10;
+inline int64_t pass_rows(int64_t ld) { return std::clamp<int64_t>(kPassBytes / (2 * ld) / 6 * 6, 6, 192); }
+
+// Chunks a stored weight's tiles convert at a time: whole scale blocks spanning about 1024 columns.
+constexpr int64_t kStoredSpan = 32;
+
+// Rows [0, m) of packed (row stride ld) against tiles[n], n < NT, all of one weight shape:
+// tot[r * kGroup * kTile + 16n + lane] is row r's output of tile n's lane (ldt kGroup * kTile).
+// The tiles' chunks are converted a span at a time (tile-major: one scale block, in L1; stored:
+// kStoredSpan), then each scale block runs over every row tile.
+template <int NT>
+void group_rows(const uint16_t* packed, int64_t ld, int64_t m, const TileRef (&tiles)[NT], float* tot) {
+  const LinearWeight& w = *tiles[0].w;
+  const int64_t kc = (w.n_in + kChunk - 1) / kChunk, bc = w.block_cols / kChunk;
+  const int64_t span = w.tile_major ? bc : std::max<int64_t>(1, kStoredSpan / bc) * bc;
+  const Avx512Bf16::Fp8Lut lut(w.dtype);
+  thread_local AlignedVector<uint16_t> scratch;
+  scratch.resize(size_t(NT * span * kChunkElems));
+  alignas(64) float scales[NT * kTile];
+  for (int64_t s0 = 0; s0 < kc; s0 += span) {
+    const int64_t n_span = std::min(span, kc - s0);
+    for (int n = 0; n < NT; ++n) convert_chunks(lut, tiles[n], s0, n_span, scratch.data() + n * n_span * kChunkElems);
+    for (int64_t c0 = s0; c0 < s0 + n_span; c0 += bc) {
+      const int64_t blk = c0 / bc, n_ch = std::min(bc, s0 + n_span - c0);
+      for (int n = 0; n < NT; ++n) _mm512_store_ps(scales + n * kTile, tile_scales(tiles[n], blk));
+      const uint16_t* wp = scratch.data() + (c0 - s0) * kChunkElems;
+      for_row_tiles(m, [&]<int MR>(int64_t r) __attribute__((always_inline)) {
+        block_tile<MR, NT>(packed + r * ld + c0 * kChunk, ld, wp, n_span, n_ch, scales, tot + r * kGroup * kTile,
+                           kGroup * kTile, blk == 0);
+      });
+    }
+  }
+}
+
+// One row (decode) against tile-major tiles[n], n < NT: each 64 codes converted in registers right
+// before their two pairs' products, every tile streamed from memory in order, the NT tiles'
+// accumulators interleaved. The per-output operations of group_rows, bit for bit. out[16n + lane].
+template <int NT>
+__attribute__((noinline)) void stream_row(const uint16_t* x, const TileRef (&tiles)[NT], float* out) {
+  const LinearWeight& w = *tiles[0].w;
+  const int64_t kc = (w.n_in + kChunk - 1) / kChunk, bc = w.block_cols / kChunk;
+  const Avx512Bf16::Fp8Lut lut(w.dtype);
+  const uint8_t* src[NT];
+#pragma GCC unroll 4
+  for (int n = 0; n < NT; ++n) src[n] = static_cast<const uint8_t*>(tiles[n].w->data) + tiles[n].t * kc * kChunkElems;
+  __m512 part[NT], total[NT];
+#pragma GCC unroll 4
+  for (int n = 0; n < NT; ++n) part[n] = total[n] = _mm512_setzero_ps();
+  for (int64_t c = 0, blk = 0; c < kc; ++c) {
+#pragma GCC unroll 8
+    for (int q = 0; q < 8; ++q) {  // pairs 2q and 2q + 1 of the chunk
+      int32_t pairs[2];
+      std::memcpy(pairs, x + c * kChunk + 4 * q, 8);
+      const __m512i a0 = _mm512_set1_epi32(pairs[0]), a1 = _mm512_set1_epi32(pairs[1]);
+#pragma GCC unroll 4
+      for (int n = 0; n < NT; ++n) {
+        const uint8_t* codes = src[n] + c * kChunkElems + 64 * q;
+        _mm_prefetch(reinterpret_cast<const char*>(codes + amx::kTileAhead), _MM_HINT_T0);
+        __m512i w0, w1;
+        Avx512Bf16::fp8x64_to_bf16(lut, codes, 64, w0, w1);
+        part[n] = _mm512_dpbf16_ps(part[n], __m512bh(a0), __m512bh(w0));
+        part[n] = _mm512_dpbf16_ps(part[n], __m512bh(a1), __m512bh(w1));
+      }
+    }
+    if ((c + 1) % bc == 0 || c + 1 == kc) {
+#pragma GCC unroll 4
+      for (int n = 0; n < NT; ++n) {
+        total[n] = _mm512_fmadd_ps(part[n], tile_scales(tiles[n], blk), total[n]);
+        part[n] = _mm512_setzero_ps();
+      }
+      ++blk;
+    }
+  }
+#pragma GCC unroll 4
+  for (int n = 0; n < NT; ++n) _mm512_store_ps(out + n * kTile, total[n]);
+}
+
+// Rows [0, m) against tiles[n], n < NT (group_rows, or stream_row for one row of tile-major
+// weights), then epilogue(r, tot + r * kGroup * kTile) per row: tot holds kGroup * kTile floats per
+// row (a per-thread buffer).
+template <int NT, class Epilogue>
+void run_group(const uint16_t* packed, int64_t m, const TileRef (&tiles)[NT], Epilogue&& epilogue) {
+  constexpr int64_t ldt = kGroup * kTile;
+  const int64_t ld = row_elems(tiles[0].w->n_in);
+  thread_local AlignedVector<float> tot;
+  if (m == 1 && tiles[0].w->tile_major) {
+    tot.resize(size_t(ldt));
+    stream_row<NT>(packed, tiles, tot.data());
+    return epilogue(int64_t(0), static_cast<const float*>(tot.data()));
+  }
+  const int64_t per_pass = std::min(m, pass_rows(ld));
+  tot.resize(size_t(per_pass * ldt));
+  for (int64_t r0 = 0; r0 < m; r0 += per_pass) {
+    const int64_t mr = std::min(per_pass, m - r0);
+    group_rows<NT>(packed + r0 * ld, ld, mr, tiles, tot.data());
+    for (int64_t r = 0; r < mr; ++r) epilogue(r0 + r, static_cast<const float*>(tot.data() + r * ldt));
+  }
+}
+
+// f(std::integral_constant<int, n>) for n in 1..kGroup.
+template <class F>
+void with_tiles(int n, F&& f) {
+  switch (n) {
+    case 1: return f(std::integral_constant<int, 1>());
+    case 2: return f(std::integral_constant<int, 2>());
+    case 3: return f(std::integral_constant<int, 3>());
+    default: return f(std::integral_constant<int, 4>());
+  }
+}
+
+// linear_block_packed (kernel_table.h; o_begin a multiple of 16): output tiles in groups of 4.
+inline void linear_block_packed(const uint16_t* packed, int64_t m, const LinearWeight& w, int64_t o_begin,
+                                int64_t o_end, float* y, int64_t ldy) {
+  const int64_t n_tiles = (o_end - o_begin + kTile - 1) / kTile;
+  for (int64_t i = 0; i < n_tiles; i += kGroup) {
+    const int nt = int(std::min<int64_t>(kGroup, n_tiles - i));
+    const int64_t o0 = o_begin + i * kTile, n_valid = std::min<int64_t>(nt * kTile, o_end - o0);
+    with_tiles(nt, [&](auto n_const) {
+      constexpr int NT = decltype(n_const)::value;
+      TileRef tiles[NT];
+      for (int n = 0; n < NT; ++n) tiles[n] = {&w, o0 / kTile + n};
+      run_group<NT>(packed, m, tiles, [&](int64_t r, const float* out) {
+        float* dst = y + r * ldy + (o0 - o_begin);
+        for (int n = 0; n * kTile < n_valid; ++n) {
+          const int64_t valid = std::min<int64_t>(kTile, n_valid - n * kTile);
+          _mm512_mask_storeu_ps(dst + n * kTile, __mmask16(valid == kTile ? 0xffffu : (1u << valid) - 1u),
+                                _mm512_load_ps(out + n * kTile));
+        }
+      });
+    });
+  }
+}
+
+// swiglu_block_packed (kernel_table.h; o_begin a multiple of 16): each pair of gate tiles with the
+// up tiles of the same outputs, y = silu(g) * u = g / (1 + e^-g) * u.
+inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearWeight& gate, const LinearWeight& up,
+                                int64_t o_begin, int64_t o_end, float* y, int64_t ldy) {
+  const int64_t n_tiles = (o_end - o_begin + kTile - 1) / kTile;
+  for (int64_t i = 0; i < n_tiles; i += 2) {
+    const int nt = int(std::min<int64_t>(2, n_tiles - i));  // output tiles of the group
+    const int64_t o0 = o_begin + i * kTile, n_valid = std::min<int64_t>(nt * kTile, o_end - o0);
+    with_tiles(2 * nt, [&](auto n_const) {
+      constexpr int NT = decltype(n_const)::value;
+      if constexpr (NT % 2 == 0) {
+        TileRef tiles[NT];
+        for (int n = 0; n < NT / 2; ++n) {
+          tiles[n] = {&gate, o0 / kTile + n};
+          tiles[NT / 2 + n] = {&up, o0 / kTile + n};
+        }
+        run_group<NT>(packed, m, tiles, [&](int64_t r, const float* out) {
+          float* dst = y + r * ldy + (o0 - o_begin);
+          for (int64_t o = 0; o < n_valid; ++o) {
+            const float g = out[o], u = out[NT / 2 * kTile + o];
+            dst[o] = g / (1.0f + std::exp(-g)) * u;
+          }
+        });
+      }
+    });
+  }
+}
+
+}  // namespace deepinfer::cpu::pair_tiles
