@@ -24,8 +24,9 @@ const uint16_t* packed_bf16_rows(const float* const* x, int64_t m, int64_t n, Al
 // KernelTable::packs); chosen by the weight, never by m.
 bool runs_packed(const LinearWeight& w);
 // Output columns per block on the packed blocks (m activation rows; weight rows of tile_row_bytes
-// as tile panels, row_bytes as stored). Off tiles, column_block's. On tiles, the thread split's,
-// whole pairs of 16-row tiles: with one token tile (m <= 16) a block keeps only a ring of panels,
+// as tile panels, row_bytes as stored). Off tiles, column_block's. On tiles, the thread split's, in
+// whole KernelTable::packed_block_align rows (amx: pairs of 16-row tiles; avx512bf16: tiles): with
+// one token tile (m <= 16) a block keeps only a ring of panels,
 // so only the balance bounds it: a block's first group of tiles is copied before any arithmetic
 // can overlap it (fp8 10944 x 2048 at m = 1: 7.4 GB/s with blocks of 64 rows, 9.7 with the
 // balance's).

@@ -75,6 +75,8 @@ struct KernelTable {
   void (*swiglu_block_packed)(const uint16_t* packed, int64_t m, const LinearWeight& gate, const LinearWeight& up,
                               int64_t o_begin, int64_t o_end, float* y, int64_t ldy) = nullptr;
   bool packs_tiles = false;
+  // On tiles, the output columns of a packed block are a multiple of this (amx: pairs of 16-row tiles).
+  int packed_block_align = 32;
   // Heads per mla_attend_row task with bf16 dots are a multiple of this (or all of a row's heads):
   // amx runs them 16 to a tile.
   int attend_head_tile = 1;

@@ -47,7 +47,8 @@ const KernelTable kAvx512Bf16Kernels = {
     .pack_bf16x = &pair_tiles::pack_rows,
     .linear_block_packed = &pair_tiles::linear_block_packed,
     .swiglu_block_packed = &pair_tiles::swiglu_block_packed,
-    .packs_tiles = true};
+    .packs_tiles = true,
+    .packed_block_align = pair_tiles::kTile};
 
 // bf16 and fp8 weights with bf16 activations also as packed blocks: a call's rows split once.
 const KernelTable kAvx512Bf16FmaKernels = {

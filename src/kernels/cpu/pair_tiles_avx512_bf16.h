@@ -291,50 +291,58 @@ void with_tiles(int n, F&& f) {
   }
 }
 
-// linear_block_packed (kernel_table.h; o_begin a multiple of 16): output tiles in groups of 4.
+// Stores a tile's 16 outputs (out) as outputs [o, min(o + 16, o_end)) of y's row.
+inline void store_tile(const float* out, int64_t o, int64_t o_end, float* y_row) {
+  const int64_t valid = std::min<int64_t>(kTile, o_end - o);
+  _mm512_mask_storeu_ps(y_row + o, __mmask16(valid == kTile ? 0xffffu : (1u << valid) - 1u), _mm512_load_ps(out));
+}
+
+// linear_block_packed (kernel_table.h; o_begin a multiple of 16): output tiles in groups of 4, group
+// g taking tiles g + j * quarter (j < 4): each of its 4 weight streams walks a contiguous quarter of
+// the block from group to group, which the hardware prefetchers follow (tile-major tiles lie one
+// after another).
 inline void linear_block_packed(const uint16_t* packed, int64_t m, const LinearWeight& w, int64_t o_begin,
                                 int64_t o_end, float* y, int64_t ldy) {
-  const int64_t n_tiles = (o_end - o_begin + kTile - 1) / kTile;
-  for (int64_t i = 0; i < n_tiles; i += kGroup) {
-    const int nt = int(std::min<int64_t>(kGroup, n_tiles - i));
-    const int64_t o0 = o_begin + i * kTile, n_valid = std::min<int64_t>(nt * kTile, o_end - o0);
+  const int64_t n_tiles = (o_end - o_begin + kTile - 1) / kTile, quarter = (n_tiles + kGroup - 1) / kGroup;
+  const int64_t t0 = o_begin / kTile;
+  for (int64_t g = 0; g < quarter; ++g) {
+    const int nt = int(std::min<int64_t>(kGroup, (n_tiles - g + quarter - 1) / quarter));  // g + j * quarter < n_tiles
     with_tiles(nt, [&](auto n_const) {
       constexpr int NT = decltype(n_const)::value;
       TileRef tiles[NT];
-      for (int n = 0; n < NT; ++n) tiles[n] = {&w, o0 / kTile + n};
+      for (int n = 0; n < NT; ++n) tiles[n] = {&w, t0 + g + n * quarter};
       run_group<NT>(packed, m, tiles, [&](int64_t r, const float* out) {
-        float* dst = y + r * ldy + (o0 - o_begin);
-        for (int n = 0; n * kTile < n_valid; ++n) {
-          const int64_t valid = std::min<int64_t>(kTile, n_valid - n * kTile);
-          _mm512_mask_storeu_ps(dst + n * kTile, __mmask16(valid == kTile ? 0xffffu : (1u << valid) - 1u),
-                                _mm512_load_ps(out + n * kTile));
-        }
+        for (int n = 0; n < NT; ++n) store_tile(out + n * kTile, tiles[n].t * kTile - o_begin, o_end - o_begin, y + r * ldy);
       });
     });
   }
 }
 
-// swiglu_block_packed (kernel_table.h; o_begin a multiple of 16): each pair of gate tiles with the
-// up tiles of the same outputs, y = silu(g) * u = g / (1 + e^-g) * u.
+// swiglu_block_packed (kernel_table.h; o_begin a multiple of 16): output tiles g and g + half
+// (streams walking the two halves of the block in gate and in up, as linear_block_packed's quarters),
+// each gate tile with the up tile of the same outputs; y = silu(g) * u = g / (1 + e^-g) * u.
 inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearWeight& gate, const LinearWeight& up,
                                 int64_t o_begin, int64_t o_end, float* y, int64_t ldy) {
-  const int64_t n_tiles = (o_end - o_begin + kTile - 1) / kTile;
-  for (int64_t i = 0; i < n_tiles; i += 2) {
-    const int nt = int(std::min<int64_t>(2, n_tiles - i));  // output tiles of the group
-    const int64_t o0 = o_begin + i * kTile, n_valid = std::min<int64_t>(nt * kTile, o_end - o0);
+  const int64_t n_tiles = (o_end - o_begin + kTile - 1) / kTile, half = (n_tiles + 1) / 2;
+  const int64_t t0 = o_begin / kTile;
+  for (int64_t g = 0; g < half; ++g) {
+    const int nt = g + half < n_tiles ? 2 : 1;  // output tiles of the group
     with_tiles(2 * nt, [&](auto n_const) {
       constexpr int NT = decltype(n_const)::value;
       if constexpr (NT % 2 == 0) {
         TileRef tiles[NT];
         for (int n = 0; n < NT / 2; ++n) {
-          tiles[n] = {&gate, o0 / kTile + n};
-          tiles[NT / 2 + n] = {&up, o0 / kTile + n};
+          tiles[n] = {&gate, t0 + g + n * half};
+          tiles[NT / 2 + n] = {&up, t0 + g + n * half};
         }
         run_group<NT>(packed, m, tiles, [&](int64_t r, const float* out) {
-          float* dst = y + r * ldy + (o0 - o_begin);
-          for (int64_t o = 0; o < n_valid; ++o) {
-            const float g = out[o], u = out[NT / 2 * kTile + o];
-            dst[o] = g / (1.0f + std::exp(-g)) * u;
+          for (int n = 0; n < NT / 2; ++n) {
+            const int64_t o = tiles[n].t * kTile - o_begin, n_valid = std::min<int64_t>(kTile, o_end - o_begin - o);
+            float* dst = y + r * ldy + o;
+            for (int64_t i = 0; i < n_valid; ++i) {
+              const float gv = out[n * kTile + i], uv = out[(NT / 2 + n) * kTile + i];
+              dst[i] = gv / (1.0f + std::exp(-gv)) * uv;
+            }
           }
         });
       }
