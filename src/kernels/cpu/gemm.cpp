@@ -91,8 +91,12 @@ LinearWeight relay_weight(const LinearWeight& w, void* out) {
         const int64_t row = t * 16 + r;
         const int64_t copied = row < w.n_out ? n : 0;
         if (codes) {  // pair order: columns 2p, 2p + 1 of row r at bytes 32p + 2r, 32p + 2r + 1
-          for (int64_t j = 0; j < chunk_bytes; ++j)
-            block[j / 2 * 32 + r * 2 + j % 2] = j < copied ? src[row * row_bytes + c * chunk_bytes + j] : 0;
+          const uint8_t* s = src + row * row_bytes + c * chunk_bytes;
+          if (copied == chunk_bytes) {
+            for (int64_t p = 0; p < 16; ++p) std::memcpy(block + p * 32 + r * 2, s + 2 * p, 2);
+            continue;
+          }
+          for (int64_t j = 0; j < chunk_bytes; ++j) block[j / 2 * 32 + r * 2 + j % 2] = j < copied ? s[j] : 0;
           continue;
         }
         uint8_t* d = block + r * chunk_bytes;
