@@ -229,29 +229,30 @@ __attribute__((noinline)) void stream_row(const uint16_t* x, const TileRef (&til
   __m512 part[NT], total[NT];
 #pragma GCC unroll 4
   for (int n = 0; n < NT; ++n) part[n] = total[n] = _mm512_setzero_ps();
-  for (int64_t c = 0, blk = 0; c < kc; ++c) {
+  for (int64_t c0 = 0, blk = 0; c0 < kc; c0 += bc, ++blk) {
+    for (int64_t c = c0; c < std::min(kc, c0 + bc); ++c) {
+      const uint16_t* xc = x + c * kChunk;
 #pragma GCC unroll 8
-    for (int q = 0; q < 8; ++q) {  // pairs 2q and 2q + 1 of the chunk
-      int32_t pairs[2];
-      std::memcpy(pairs, x + c * kChunk + 4 * q, 8);
-      const __m512i a0 = _mm512_set1_epi32(pairs[0]), a1 = _mm512_set1_epi32(pairs[1]);
+      for (int q = 0; q < 8; ++q) {  // pairs 2q and 2q + 1 of the chunk, broadcast from memory
+        const __m512i a0 = _mm512_broadcastd_epi32(_mm_loadu_si32(xc + 4 * q));
+        const __m512i a1 = _mm512_broadcastd_epi32(_mm_loadu_si32(xc + 4 * q + 2));
 #pragma GCC unroll 4
-      for (int n = 0; n < NT; ++n) {
-        const uint8_t* codes = src[n] + c * kChunkElems + 64 * q;
-        _mm_prefetch(reinterpret_cast<const char*>(codes + amx::kTileAhead), _MM_HINT_T0);
-        __m512i w0, w1;
-        Avx512Bf16::fp8x64_to_bf16(lut, codes, 64, w0, w1);
-        part[n] = _mm512_dpbf16_ps(part[n], __m512bh(a0), __m512bh(w0));
-        part[n] = _mm512_dpbf16_ps(part[n], __m512bh(a1), __m512bh(w1));
+        for (int n = 0; n < NT; ++n) {
+          const uint8_t* codes = src[n] + 64 * q;
+          _mm_prefetch(reinterpret_cast<const char*>(codes + amx::kTileAhead), _MM_HINT_T0);
+          __m512i w0, w1;
+          Avx512Bf16::fp8x64_to_bf16(lut, codes, 64, w0, w1);
+          part[n] = _mm512_dpbf16_ps(part[n], __m512bh(a0), __m512bh(w0));
+          part[n] = _mm512_dpbf16_ps(part[n], __m512bh(a1), __m512bh(w1));
+        }
       }
+#pragma GCC unroll 4
+      for (int n = 0; n < NT; ++n) src[n] += kChunkElems;
     }
-    if ((c + 1) % bc == 0 || c + 1 == kc) {
 #pragma GCC unroll 4
-      for (int n = 0; n < NT; ++n) {
-        total[n] = _mm512_fmadd_ps(part[n], tile_scales(tiles[n], blk), total[n]);
-        part[n] = _mm512_setzero_ps();
-      }
-      ++blk;
+    for (int n = 0; n < NT; ++n) {
+      total[n] = _mm512_fmadd_ps(part[n], tile_scales(tiles[n], blk), total[n]);
+      part[n] = _mm512_setzero_ps();
     }
   }
 #pragma GCC unroll 4
