@@ -12,7 +12,9 @@
 #include <sys/mman.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <new>
+#include <utility>
 #include <vector>
 
 namespace deepinfer {
@@ -43,5 +45,32 @@ struct CacheLineAllocator {
 
 template <class T>
 using AlignedVector = std::vector<T, CacheLineAllocator<T>>;
+
+// CacheLineAllocator whose elements start default-initialized (trivial types: unwritten), for
+// storage that is written whole before it is read: no zeroing pass, and each page is first
+// touched by whichever thread writes it.
+template <class T>
+struct UninitCacheLineAllocator : CacheLineAllocator<T> {
+  using value_type = T;
+  UninitCacheLineAllocator() = default;
+  template <class U>
+  UninitCacheLineAllocator(const UninitCacheLineAllocator<U>&) noexcept {}
+  template <class U>
+  struct rebind {
+    using other = UninitCacheLineAllocator<U>;
+  };
+  template <class U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+
+// Bytes on a cache line (huge pages from 2 MiB, as AlignedVector), not zeroed: every byte must be
+// written before it is read.
+using UninitBytes = std::vector<uint8_t, UninitCacheLineAllocator<uint8_t>>;
 
 }  // namespace deepinfer

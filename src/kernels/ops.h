@@ -267,10 +267,12 @@ class Backend {
   virtual void swiglu(const SwigluParams& p) = 0;
   virtual void moe(const MoeParams& p) = 0;
   // Bytes of a layout of w that this backend reads faster than the stored one (fp8 and FP4 weights
-  // tile-major where they run on AMX tiles), or 0: w stays as stored.
+  // tile-major where they run on AMX tiles, fp8 where they run on AVX-512 BF16's pair tiles), or 0:
+  // w stays as stored.
   virtual size_t relaid_bytes(const LinearWeight& w) = 0;
-  // Writes that layout into out (relaid_bytes(w) bytes, 64-byte aligned) and returns w reading
-  // from it: the same values, every output bit for bit as from w.
+  // Writes that layout into out (relaid_bytes(w) bytes, 64-byte aligned; every byte written, so out
+  // may start uninitialized) and returns w reading from it: the same values, every output bit for
+  // bit as from w.
   virtual LinearWeight relay_weight(const LinearWeight& w, void* out) = 0;
 };
 

@@ -37,7 +37,7 @@ void release_pages(const LinearWeight& w) {
   if (w.dtype == DType::F4_E2M1 && w.scale_e8m0) drop(w.scale_e8m0, weight_scale_bytes(w));
 }
 
-void relay_into(Backend& backend, LinearWeight& w, std::deque<AlignedVector<uint8_t>>& store, bool keep_pages) {
+void relay_into(Backend& backend, LinearWeight& w, std::deque<UninitBytes>& store, bool keep_pages) {
   const size_t bytes = w.data ? backend.relaid_bytes(w) : 0;
   if (bytes == 0) return;
   const LinearWeight stored = w;

@@ -22,8 +22,9 @@ void prefault_pages(const LinearWeight& w);
 void release_pages(const LinearWeight& w);
 
 // Where the backend reads w faster in another layout (Backend::relay_weight), copies it into new
-// storage at the end of `store`, points w at it and releases the stored bytes' pages (unless
+// storage at the end of `store` (unzeroed: the relay writes every byte, its threads touching the
+// pages first), points w at it and releases the stored bytes' pages (unless
 // keep_pages: another weight still reads them, as a tied lm_head the embedding's). Else leaves w.
-void relay_into(Backend& backend, LinearWeight& w, std::deque<AlignedVector<uint8_t>>& store, bool keep_pages = false);
+void relay_into(Backend& backend, LinearWeight& w, std::deque<UninitBytes>& store, bool keep_pages = false);
 
 }  // namespace deepinfer

@@ -116,7 +116,7 @@ struct DeepseekWeights {
 
  private:
   std::deque<std::vector<uint8_t>> realigned_;  // copies of tensors stored at unaligned offsets
-  std::deque<AlignedVector<uint8_t>> relaid_;    // weights in the backend's layout (relay)
+  std::deque<UninitBytes> relaid_;    // weights in the backend's layout (relay)
   AlignedVector<uint8_t> requantized_lm_head_;   // requantize_lm_head's codes and scales
   friend class WeightBinder;
 };

@@ -95,7 +95,7 @@ struct DeepseekV4Weights {
 
  private:
   std::deque<std::vector<uint8_t>> owned_;  // realigned tensors, f32 scales
-  std::deque<AlignedVector<uint8_t>> relaid_;  // weights in the backend's layout (relay)
+  std::deque<UninitBytes> relaid_;  // weights in the backend's layout (relay)
   AlignedVector<uint8_t> requantized_head_;    // requantize_head_fp8's codes and scales
   // f on every linear weight the main layers and the head multiply through Backend::linear
   // (projections, compressors, indexer, shared and routed experts, head).

@@ -114,7 +114,7 @@ struct DeepseekV41Weights {
  private:
   std::deque<std::vector<uint8_t>> owned_;
   AlignedVector<uint8_t> requantized_head_;  // requantize_head_fp8's codes and scales
-  std::deque<AlignedVector<uint8_t>> relaid_;  // weights in the backend's layout (relay)
+  std::deque<UninitBytes> relaid_;  // weights in the backend's layout (relay)
   // f on every linear weight use_bf16_activations names.
   void for_each_projection(const std::function<void(LinearWeight&)>& f);
 };
