@@ -37,7 +37,8 @@ struct LinearWeight {
   // W[i, j] = E2M1(nibble j of row i) * 2^(scale_e8m0[i, j / 32] - 127), exact in bf16 and f32.
   const uint8_t* scale_e8m0 = nullptr;
   // F8_E4M3, I8_SM and F4_E2M1: the weights stored tile-major instead of by rows (Backend::relay_weight;
-  // only the CPU level whose packed blocks run on AMX tiles reads this layout). Block b = t * kc +
+  // only the CPU levels whose packed blocks run on weight tiles read this layout: amx, and avx512bf16
+  // for fp8 and int8). Block b = t * kc +
   // c (kc = ceil(n_in / 32)) holds the 16 x 32 weights of rows [16t, 16t + 16) and columns
   // [32c, 32c + 32): fp8 and int8 512 code bytes at data + 512 b in pair order (columns 32c + 2p and
   // 32c + 2p + 1 of row 16t + r at bytes 32p + 2r and 32p + 2r + 1: the tiles' B operand), zero past

@@ -10,7 +10,8 @@
 //  - F4_E2M1: each nibble times its UE8M0 scale (E2M1 * 2^(e - 127) is a bf16 value) through
 //    Fp4Widen<Avx512Bf16>::block_bf16, so FP4 weights on tiles are exactly the weights expanded
 //    to bf16 on tiles; tile-major nibbles a whole 16 x 32 block at a time (fp4_tile_block).
-// Included only by simd_amx.h (kernels_amx.cpp, compiled for AMX with AVX-512 BF16 and VBMI).
+// Included by simd_amx.h (kernels_amx.cpp, compiled for AMX with AVX-512 BF16 and VBMI) and, for
+// pair_block, by pair_tiles_avx512_bf16.h (kernels_avx512bf16.cpp: no AMX instruction is used here).
 #pragma once
 
 #include <immintrin.h>

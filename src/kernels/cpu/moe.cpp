@@ -86,7 +86,8 @@ void moe(const MoeParams& p) {
     all_pack_up = all_pack_up && packs_up(*w);
     all_pack_down = all_pack_down && packs_down(*w);
   }
-  const uint16_t* const* xb = up_bf16 && !all_pack_up ? bf16_rows(strided_rows(p.x, p.ldx, m), m, d, s.x_bf16) : nullptr;
+  const uint16_t* const* xb =
+      up_bf16 && !all_pack_up ? bf16_rows(strided_rows(p.x, p.ldx, m), m, d, s.x_bf16) : nullptr;
   s.count.assign(size_t(p.n_experts) + 1, 0);
   for (int64_t i = 0; i < m * k; ++i) {
     DI_CHECK(p.expert_ids[i] >= 0 && p.expert_ids[i] < p.n_experts);
@@ -126,7 +127,8 @@ void moe(const MoeParams& p) {
   s.groups.clear();
   for (int e = 0; e < p.n_experts; ++e) {
     const int64_t n = s.count[size_t(e) + 1] - s.count[size_t(e)];
-    if (n > 0) s.groups.push_back({&p.experts[e], s.count[size_t(e)], n, packs_up(p.experts[e]), packs_down(p.experts[e])});
+    if (n > 0)
+      s.groups.push_back({&p.experts[e], s.count[size_t(e)], n, packs_up(p.experts[e]), packs_down(p.experts[e])});
   }
   if (p.shared) s.groups.push_back({p.shared, m * k, m, packs_up(*p.shared), packs_down(*p.shared)});
   s.up_tasks.clear();
@@ -183,7 +185,8 @@ void moe(const MoeParams& p) {
     for (int g = 0; g < n_groups; ++g) {
       const Group& gr = s.groups[size_t(g)];
       if (gr.pack_down) {
-        kt.pack_bf16x(s.act_rows.data() + gr.begin, gr.n, gr.mlp->down->n_in, s.act_packed.data() + s.act_packed_at[size_t(g)]);
+        kt.pack_bf16x(s.act_rows.data() + gr.begin, gr.n, gr.mlp->down->n_in,
+                      s.act_packed.data() + s.act_packed_at[size_t(g)]);
       } else if (down_bf16) {
         for (int64_t i = gr.begin; i < gr.begin + gr.n; ++i)  // routed assignments first, then the shared rows
           kt.round_to_bf16(s.act_rows[size_t(i)], s.act_bf16.data() + i * ld_act, gr.mlp->down->n_in);

@@ -313,7 +313,8 @@ inline void linear_block_packed(const uint16_t* packed, int64_t m, const LinearW
       TileRef tiles[NT];
       for (int n = 0; n < NT; ++n) tiles[n] = {&w, t0 + g + n * quarter};
       run_group<NT>(packed, m, tiles, [&](int64_t r, const float* out) {
-        for (int n = 0; n < NT; ++n) store_tile(out + n * kTile, tiles[n].t * kTile - o_begin, o_end - o_begin, y + r * ldy);
+        for (int n = 0; n < NT; ++n)
+          store_tile(out + n * kTile, tiles[n].t * kTile - o_begin, o_end - o_begin, y + r * ldy);
       });
     });
   }
