@@ -86,29 +86,10 @@ inline __m512 tile_scales(const TileRef& tile, int64_t blk) {
 // a row-major staging (so the prefetchers follow one row at a time, not 16 rows' 32 bytes each),
 // then transposed a chunk at a time.
 // The 16 rows src + i * ld (32 bf16 each: 16 pairs) transposed into pair order: pair p of row i
-// at dst + 32p + 2i. transpose16's steps, its last step storing straight to dst (a copy back into
-// the row array would leave 32 vectors live, more than the registers).
+// at dst + 32p + 2i, loaded and stored by transpose16_by.
 __attribute__((always_inline)) inline void transpose_pairs(const uint16_t* src, int64_t ld, uint16_t* dst) {
-  __m512i r[16], t[16];
-  for (int i = 0; i < 16; i += 2) {
-    const __m512i a = _mm512_load_si512(src + i * ld), b = _mm512_load_si512(src + (i + 1) * ld);
-    t[i] = _mm512_unpacklo_epi32(a, b);
-    t[i + 1] = _mm512_unpackhi_epi32(a, b);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-  }
-  for (int s = 0; s < 4; ++s) {
-    const __m512i a = _mm512_shuffle_i32x4(r[s], r[4 + s], 0x88), b = _mm512_shuffle_i32x4(r[s], r[4 + s], 0xdd);
-    const __m512i c = _mm512_shuffle_i32x4(r[8 + s], r[12 + s], 0x88), d = _mm512_shuffle_i32x4(r[8 + s], r[12 + s], 0xdd);
-    _mm512_store_si512(dst + s * 32, _mm512_shuffle_i32x4(a, c, 0x88));
-    _mm512_store_si512(dst + (8 + s) * 32, _mm512_shuffle_i32x4(a, c, 0xdd));
-    _mm512_store_si512(dst + (4 + s) * 32, _mm512_shuffle_i32x4(b, d, 0x88));
-    _mm512_store_si512(dst + (12 + s) * 32, _mm512_shuffle_i32x4(b, d, 0xdd));
-  }
+  transpose16_by([&](int i) { return _mm512_load_si512(src + i * ld); },
+                 [&](int p, __m512i v) { _mm512_store_si512(dst + p * 32, v); });
 }
 
 // Rows ahead of the conversion that a stored weight's span is prefetched: the row loop reads short

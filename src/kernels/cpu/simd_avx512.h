@@ -86,12 +86,16 @@ struct Avx512 {
   }
 };
 
-// In-register transpose of a 16 x 16 matrix of 32-bit lanes: r[i] lane j -> r[j] lane i.
-__attribute__((always_inline)) inline void transpose16(__m512i (&r)[16]) {
-  __m512i t[16];
+// Transpose of a 16 x 16 matrix of 32-bit lanes: row(i) gives row i (i < 16), and emit(j, v)
+// receives column j (lane i of v: row i's lane j), once for each j. Loads and stores can stand in
+// for the rows and columns, so that no more than 32 vectors are ever live.
+template <class Row, class Emit>
+__attribute__((always_inline)) inline void transpose16_by(Row&& row, Emit&& emit) {
+  __m512i r[16], t[16];
   for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+    const __m512i a = row(i), b = row(i + 1);
+    t[i] = _mm512_unpacklo_epi32(a, b);
+    t[i + 1] = _mm512_unpackhi_epi32(a, b);
   }
   for (int i = 0; i < 16; i += 4) {
     r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
@@ -104,12 +108,18 @@ __attribute__((always_inline)) inline void transpose16(__m512i (&r)[16]) {
   for (int s = 0; s < 4; ++s) {
     const __m512i a = _mm512_shuffle_i32x4(r[s], r[4 + s], 0x88), b = _mm512_shuffle_i32x4(r[s], r[4 + s], 0xdd);
     const __m512i c = _mm512_shuffle_i32x4(r[8 + s], r[12 + s], 0x88), d = _mm512_shuffle_i32x4(r[8 + s], r[12 + s], 0xdd);
-    t[s] = _mm512_shuffle_i32x4(a, c, 0x88);
-    t[8 + s] = _mm512_shuffle_i32x4(a, c, 0xdd);
-    t[4 + s] = _mm512_shuffle_i32x4(b, d, 0x88);
-    t[12 + s] = _mm512_shuffle_i32x4(b, d, 0xdd);
+    emit(s, _mm512_shuffle_i32x4(a, c, 0x88));
+    emit(8 + s, _mm512_shuffle_i32x4(a, c, 0xdd));
+    emit(4 + s, _mm512_shuffle_i32x4(b, d, 0x88));
+    emit(12 + s, _mm512_shuffle_i32x4(b, d, 0xdd));
   }
-  for (int i = 0; i < 16; ++i) r[i] = t[i];
+}
+
+// In-register transpose of a 16 x 16 matrix of 32-bit lanes: r[i] lane j -> r[j] lane i.
+__attribute__((always_inline)) inline void transpose16(__m512i (&r)[16]) {
+  __m512i out[16];
+  transpose16_by([&](int i) { return r[i]; }, [&](int j, __m512i v) { out[j] = v; });
+  for (int i = 0; i < 16; ++i) r[i] = out[i];
 }
 
 }  // namespace deepinfer::cpu
