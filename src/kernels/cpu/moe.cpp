@@ -165,13 +165,11 @@ void moe(const MoeParams& p) {
   const int n_groups = int(s.groups.size());
 #pragma omp parallel
   {
-    {
 #pragma omp for schedule(dynamic, 1)
-      for (int g = 0; g < n_groups; ++g)
-        if (s.groups[size_t(g)].pack_up)
-          kt.pack_bf16x(s.x_rows.data() + s.groups[size_t(g)].begin, s.groups[size_t(g)].n, d,
+    for (int g = 0; g < n_groups; ++g)
+      if (s.groups[size_t(g)].pack_up)
+        kt.pack_bf16x(s.x_rows.data() + s.groups[size_t(g)].begin, s.groups[size_t(g)].n, d,
                       s.x_packed.data() + s.x_packed_at[size_t(g)]);
-    }
 #pragma omp for schedule(dynamic, 1)
     for (size_t t = 0; t < s.up_tasks.size(); ++t) {
       const Task& task = s.up_tasks[t];
@@ -188,7 +186,7 @@ void moe(const MoeParams& p) {
         kt.pack_bf16x(s.act_rows.data() + gr.begin, gr.n, gr.mlp->down->n_in,
                       s.act_packed.data() + s.act_packed_at[size_t(g)]);
       } else if (down_bf16) {
-        for (int64_t i = gr.begin; i < gr.begin + gr.n; ++i)  // routed assignments first, then the shared rows
+        for (int64_t i = gr.begin; i < gr.begin + gr.n; ++i)
           kt.round_to_bf16(s.act_rows[size_t(i)], s.act_bf16.data() + i * ld_act, gr.mlp->down->n_in);
       }
     }

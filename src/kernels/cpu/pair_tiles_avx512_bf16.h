@@ -27,7 +27,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 #include "core/aligned_vector.h"
@@ -80,11 +79,6 @@ inline __m512 tile_scales(const TileRef& tile, int64_t blk) {
                                   w.scale_inv + tile.t * kTile * n_cb + blk, 4);
 }
 
-// Chunks [c0, c0 + n) of a tile as bf16 pairs: chunk c0 + j's pair p of the 16 rows at
-// dst + 512j + 32p (rows past n_out as stored by the relay, or zero; their outputs are never
-// stored). Tile-major codes convert as they lie; stored rows are each converted front to back into
-// a row-major staging (so the prefetchers follow one row at a time, not 16 rows' 32 bytes each),
-// then transposed a chunk at a time.
 // The 16 rows src + i * ld (32 bf16 each: 16 pairs) transposed into pair order: pair p of row i
 // at dst + 32p + 2i, loaded and stored by transpose16_by.
 __attribute__((always_inline)) inline void transpose_pairs(const uint16_t* src, int64_t ld, uint16_t* dst) {
@@ -95,6 +89,12 @@ __attribute__((always_inline)) inline void transpose_pairs(const uint16_t* src, 
 // Rows ahead of the conversion that a stored weight's span is prefetched: the row loop reads short
 // runs of many rows, too many streams for the hardware prefetchers.
 constexpr int64_t kStoredRowsAhead = 4;
+
+// Chunks [c0, c0 + n) of a tile as bf16 pairs: chunk c0 + j's pair p of the 16 rows at
+// dst + 512j + 32p (rows past n_out as stored by the relay, or zero; their outputs are never
+// stored). Tile-major codes convert as they lie; stored rows are each converted front to back into
+// a row-major staging (so the prefetchers follow one row at a time, not 16 rows' 32 bytes each),
+// then transposed a chunk at a time.
 inline void convert_chunks(const Avx512Bf16::Fp8Lut& lut, const TileRef& tile, int64_t c0, int64_t n, uint16_t* dst) {
   const LinearWeight& w = *tile.w;
   const int64_t kc = (w.n_in + kChunk - 1) / kChunk;
@@ -143,9 +143,7 @@ __attribute__((noinline)) void block_tile(const uint16_t* x, int64_t ldx, const 
       for (int n = 0; n < NT; ++n) wv[n] = _mm512_load_si512(wp + (n * span + cc) * kChunkElems + p * 32);
 #pragma GCC unroll 8
       for (int i = 0; i < MR; ++i) {
-        int32_t pair;
-        std::memcpy(&pair, x + i * ldx + cc * kChunk + 2 * p, 4);
-        const __m512i a = _mm512_set1_epi32(pair);
+        const __m512i a = _mm512_broadcastd_epi32(_mm_loadu_si32(x + i * ldx + cc * kChunk + 2 * p));
 #pragma GCC unroll 4
         for (int n = 0; n < NT; ++n) part[i][n] = _mm512_dpbf16_ps(part[i][n], __m512bh(a), __m512bh(wv[n]));
       }
