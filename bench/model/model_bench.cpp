@@ -164,6 +164,7 @@ struct Options {
   std::vector<std::string> prefill_formulations = {"expanded", "absorbed"};
   int prefill_repeats = 1;
   std::string lm_head = "stored";
+  bool no_weight_relay = false;
   int steps = 3;
   double max_kv_gib = 6.0;
 };
@@ -172,6 +173,7 @@ int run(const Options& o) {
   ModelOptions options;
   options.activation_dtype = o.activations == "bf16" ? DType::BF16 : DType::F32;
   if (o.lm_head != "stored") options.lm_head_dtype = o.lm_head == "int8" ? DType::I8_SM : DType::F8_E4M3;
+  options.relay_weights = !o.no_weight_relay;
   auto loaded = load_causal_lm(o.model_dir, options, cpu_backend());
   if (!loaded.ok()) {
     std::fprintf(stderr, "error: %s\n", loaded.status().message().c_str());
@@ -301,6 +303,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"f32", "bf16"}));
   app.add_option("--lm-head", o.lm_head, "The lm_head as stored, or quantized to int8 or fp8 at load (--lm-head-dtype)")
       ->check(CLI::IsMember({"stored", "int8", "fp8"}));
+  app.add_flag("--no-weight-relay", o.no_weight_relay, "Every weight as stored (deepinfer's --no-weight-relay)");
   app.add_option("--batches", o.batches, "Concurrent sequences per decode step")->delimiter(',');
   app.add_option("--contexts", o.contexts, "Cached tokens per sequence for decode")->delimiter(',');
   app.add_option("--prompts", o.prompts, "Prompt lengths for prefill (0: none)")->delimiter(',');

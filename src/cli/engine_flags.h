@@ -18,6 +18,7 @@ struct EngineFlags {
   std::string prefill_attention = "expanded";  // model.prefill_attention
   std::string lm_head_dtype = "stored";        // model.lm_head_dtype
   bool no_prefix_caching = false;
+  bool no_weight_relay = false;       // !model.relay_weights
   std::string speculative = "none";
   int expert_parallel = 1;            // ranks of the expert-parallel group (mpirun -np N); dist/ep/
   double ep_timeout_seconds = 60;     // deadline of each of the group's collectives

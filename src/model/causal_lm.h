@@ -47,6 +47,7 @@ struct CausalLMInfo {
   size_t n_weight_bytes = 0;         // their bytes in stored precision
   DType activation_dtype = DType::F32;  // ModelOptions::activation_dtype as applied
   std::optional<DType> lm_head_requantized;  // ModelOptions::lm_head_dtype, where applied to a stored lm_head
+  size_t n_relaid_bytes = 0;         // weights copied into the backend's layout at load (ModelOptions::relay_weights)
   // What else a cached token's bytes depend on, beyond the checkpoint and the activation dtype
   // (e.g. "prompt rows expanded" for DeepSeek-V2/V3 under the provenance rule); empty: nothing.
   // Two processes exchange cached KV only where this and activation_dtype agree.
@@ -102,8 +103,8 @@ struct ModelOptions {
   std::optional<DType> lm_head_dtype;
   // Let the backend relay the weights it reads faster in another layout (Backend::relay_weight:
   // fp8 codes tile-major where fp8 decode runs on AMX tiles), copied out of the checkpoint's
-  // mapping at load; the outputs are bitwise the same either way. DeepSeek-V2/V3, V4 and V4.1
-  // without expert parallelism.
+  // mapping at load; the outputs are bitwise the same either way. DeepSeek-V2/V3, V4 and V4.1; with
+  // expert parallelism all but V2/V3's routed experts, which EPLB rebinds as mapped pages.
   bool relay_weights = true;
 };
 

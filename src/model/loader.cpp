@@ -54,6 +54,12 @@ std::string describe_causal_lm(const CausalLM& model, int block_size) {
                 : *i.lm_head_requantized == DType::I8_SM ? ", lm_head requantized to int8"
                                                           : ", lm_head requantized to fp8");
   std::string s = buf;
+  if (i.n_relaid_bytes > 0) {
+    const double mib = double(i.n_relaid_bytes) / (1u << 20);
+    if (mib < 1024) std::snprintf(buf, sizeof buf, ", %.1f MiB relaid into the kernels' layout", mib);
+    else std::snprintf(buf, sizeof buf, ", %.2f GiB relaid into the kernels' layout", mib / 1024);
+    s += buf;
+  }
   std::string per_dtype;
   for (const DType t : {DType::BF16, DType::F8_E4M3, DType::F32}) {
     auto kinds = model.kv_kinds(t, block_size);

@@ -37,12 +37,13 @@ void release_pages(const LinearWeight& w) {
   if (w.dtype == DType::F4_E2M1 && w.scale_e8m0) drop(w.scale_e8m0, weight_scale_bytes(w));
 }
 
-void relay_into(Backend& backend, LinearWeight& w, std::deque<UninitBytes>& store, bool keep_pages) {
+size_t relay_into(Backend& backend, LinearWeight& w, std::deque<UninitBytes>& store, bool keep_pages) {
   const size_t bytes = w.data ? backend.relaid_bytes(w) : 0;
-  if (bytes == 0) return;
+  if (bytes == 0) return 0;
   const LinearWeight stored = w;
   w = backend.relay_weight(stored, store.emplace_back(bytes).data());
   if (!keep_pages) release_pages(stored);
+  return bytes;
 }
 
 }  // namespace deepinfer

@@ -25,6 +25,7 @@ void release_pages(const LinearWeight& w);
 // storage at the end of `store` (unzeroed: the relay writes every byte, its threads touching the
 // pages first), points w at it and releases the stored bytes' pages (unless
 // keep_pages: another weight still reads them, as a tied lm_head the embedding's). Else leaves w.
-void relay_into(Backend& backend, LinearWeight& w, std::deque<UninitBytes>& store, bool keep_pages = false);
+// Returns the bytes copied (0: left as stored).
+size_t relay_into(Backend& backend, LinearWeight& w, std::deque<UninitBytes>& store, bool keep_pages = false);
 
 }  // namespace deepinfer

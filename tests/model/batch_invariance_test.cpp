@@ -138,7 +138,9 @@ std::vector<std::vector<std::vector<float>>> relaid_and_stored(const std::string
   EXPECT_TRUE(a.ok() && b.ok());
   if (!a.ok() || !b.ok()) return {};
   EXPECT_FALSE(relaid((*b)->weights()));
+  EXPECT_EQ((*b)->info().n_relaid_bytes, 0u);
   if (!relaid((*a)->weights())) return {};
+  EXPECT_GT((*a)->info().n_relaid_bytes, 0u);
   std::vector<std::vector<int32_t>> prompts = {prompt(40, 1), prompt(7, 2), prompt(129, 3), prompt(1, 4)};
   for (std::vector<int32_t>& p : prompts)
     for (int32_t& id : p) id %= (*a)->info().vocab_size;

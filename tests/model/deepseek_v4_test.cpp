@@ -117,7 +117,9 @@ TEST(DeepseekV4Weights, RelaidWeightsGiveTheStoredWeightsBits) {
   const V4BlockWeights& la = static_cast<const DeepseekV4Model&>(**a).weights().layers[1];
   const V4BlockWeights& lb = static_cast<const DeepseekV4Model&>(**b).weights().layers[1];
   EXPECT_FALSE(lb.attn.wq_b.tile_major);
+  EXPECT_EQ((*b)->info().n_relaid_bytes, 0u);
   if (!la.attn.wq_b.tile_major) GTEST_SKIP() << "this CPU level keeps fp8 and FP4 weights as stored";
+  EXPECT_GE((*a)->info().n_relaid_bytes, cpu_backend().relaid_bytes(lb.attn.wq_b) + cpu_backend().relaid_bytes(lb.shared.w3));
   for (const LinearWeight* lw : {&la.attn.wo_b, &la.attn.wo_a[1], &la.shared.w3}) EXPECT_TRUE(lw->tile_major);
   // The FP4 experts are relaid exactly where the backend relays FP4 weights (amx).
   const bool relays_fp4 = cpu_backend().relaid_bytes(lb.experts[3].w1) > 0;

@@ -61,10 +61,11 @@ Result<std::unique_ptr<DeepseekModel>> DeepseekModel::Load(const std::string& mo
     DI_ASSIGN_OR_RETURN(requantized, weights->requantize_lm_head(model_dir, *options.lm_head_dtype));
   }
   if (options.activation_dtype == DType::BF16) weights->use_bf16_activations();
-  if (options.relay_weights && !placement) weights->relay(backend);
+  const size_t relaid = options.relay_weights ? weights->relay(backend, /*routed_experts=*/!placement) : 0;
   std::unique_ptr<DeepseekModel> model(
       new DeepseekModel(std::move(config), std::move(ckpt), std::move(weights), options, backend));
   if (requantized) model->info_.lm_head_requantized = options.lm_head_dtype;
+  model->info_.n_relaid_bytes = relaid;
   if (placement) {
     std::vector<int32_t> moe_layers;
     for (int l = 0; l < model->config_.num_hidden_layers; ++l)

@@ -275,8 +275,9 @@ Result<bool> DeepseekWeights::requantize_lm_head(const std::string& model_dir, D
                             requantized_lm_head_);
 }
 
-void DeepseekWeights::relay(Backend& backend) {
-  auto relay_one = [&](LinearWeight& w) { relay_into(backend, w, relaid_, w.data == embed.data); };
+size_t DeepseekWeights::relay(Backend& backend, bool routed_experts) {
+  size_t bytes = 0;
+  auto relay_one = [&](LinearWeight& w) { bytes += relay_into(backend, w, relaid_, w.data == embed.data); };
   auto relay_mlp = [&](MlpWeights& m) {
     relay_one(m.gate);
     relay_one(m.up);
@@ -286,7 +287,8 @@ void DeepseekWeights::relay(Backend& backend) {
     MlaWeights& a = L.attn;
     for (LinearWeight* w : {&a.q_proj, &a.q_a_proj, &a.q_b_proj, &a.kv_a_proj, &a.o_proj}) relay_one(*w);
     if (!L.is_moe) return relay_mlp(L.mlp);
-    for (MlpWeights& e : L.moe.experts) relay_mlp(e);
+    if (routed_experts)
+      for (MlpWeights& e : L.moe.experts) relay_mlp(e);
     if (L.moe.has_shared) relay_mlp(L.moe.shared);
   };
   for (LayerWeights& L : layers) relay_layer(L);
@@ -296,6 +298,7 @@ void DeepseekWeights::relay(Backend& backend) {
     relay_one(mtp->eh_proj);
     relay_one(mtp->head);
   }
+  return bytes;
 }
 
 }  // namespace deepinfer

@@ -110,9 +110,10 @@ struct DeepseekWeights {
 
   // Copies every linear weight that the backend reads faster in another layout into that layout
   // (Backend::relay_weight; after use_bf16_activations, which decides the layouts), and drops the
-  // stored bytes' pages from the process: the weight's memory moves rather than doubles. Not with
-  // expert parallelism, which binds and releases experts as mapped pages.
-  void relay(Backend& backend);
+  // stored bytes' pages from the process: the weight's memory moves rather than doubles. The
+  // routed experts only where `routed_experts`: expert parallelism binds and releases them as
+  // mapped pages while serving (rebind_experts). Returns the bytes copied.
+  size_t relay(Backend& backend, bool routed_experts);
 
  private:
   std::deque<std::vector<uint8_t>> realigned_;  // copies of tensors stored at unaligned offsets

@@ -50,11 +50,12 @@ Result<std::unique_ptr<DeepseekV4Model>> DeepseekV4Model::Load(const std::string
     DI_ASSIGN_OR_RETURN(requantized, weights->requantize_head(model_dir, *options.lm_head_dtype));
   }
   if (options.activation_dtype == DType::BF16) weights->use_bf16_activations();
-  if (options.relay_weights && !placement) weights->relay(backend);
+  const size_t relaid = options.relay_weights ? weights->relay(backend) : 0;
   auto model = std::unique_ptr<DeepseekV4Model>(
       new DeepseekV4Model(std::move(config), std::move(ckpt), std::move(weights), backend));
   model->info_.activation_dtype = options.activation_dtype;
   if (requantized) model->info_.lm_head_requantized = options.lm_head_dtype;
+  model->info_.n_relaid_bytes = relaid;
   if (options.mtp_drafting) {
     DI_ASSIGN_OR_RETURN(V4MtpBlock block, V4MtpBlock::make(*model));
     model->mtp_ = std::make_unique<V4MtpBlock>(std::move(block));

@@ -131,8 +131,10 @@ void DeepseekV4Weights::use_bf16_activations() {
   });
 }
 
-void DeepseekV4Weights::relay(Backend& backend) {
-  for_each_projection([&](LinearWeight& w) { relay_into(backend, w, relaid_); });
+size_t DeepseekV4Weights::relay(Backend& backend) {
+  size_t bytes = 0;
+  for_each_projection([&](LinearWeight& w) { bytes += relay_into(backend, w, relaid_); });
+  return bytes;
 }
 
 Result<bool> DeepseekV4Weights::requantize_head(const std::string& model_dir, DType to) {

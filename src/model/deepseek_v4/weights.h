@@ -90,8 +90,8 @@ struct DeepseekV4Weights {
   // Copies every linear weight that the backend reads faster in another layout into that layout
   // (Backend::relay_weight; after use_bf16_activations, which decides the layouts: fp8 and FP4
   // tile-major on AMX) and drops the stored bytes' pages, so the memory moves rather than doubles.
-  // Not with expert parallelism, whose experts are bound as mapped pages.
-  void relay(Backend& backend);
+  // Under expert parallelism the experts a rank holds (bound once, at load). Returns the bytes copied.
+  size_t relay(Backend& backend);
 
  private:
   std::deque<std::vector<uint8_t>> owned_;  // realigned tensors, f32 scales

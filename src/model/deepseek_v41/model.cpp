@@ -29,7 +29,7 @@ Result<std::unique_ptr<DeepseekV41Model>> DeepseekV41Model::Load(const std::stri
     DI_ASSIGN_OR_RETURN(requantized, weights->requantize_head(model_dir, *options.lm_head_dtype));
   }
   if (options.activation_dtype == DType::BF16) weights->use_bf16_activations();
-  if (options.relay_weights && !placement) weights->relay(backend);
+  const size_t relaid = options.relay_weights ? weights->relay(backend) : 0;
   std::vector<int32_t> compressed;
   std::vector<EngramLayerHash> hashes;
   if (!config.engram_layer_ids.empty()) {
@@ -54,6 +54,7 @@ Result<std::unique_ptr<DeepseekV41Model>> DeepseekV41Model::Load(const std::stri
       new DeepseekV41Model(std::move(config), std::move(ckpt), std::move(weights), backend));
   model->compressed_ids_ = std::move(compressed);
   if (requantized) model->info_.lm_head_requantized = options.lm_head_dtype;
+  model->info_.n_relaid_bytes = relaid;
   model->info_.activation_dtype = options.activation_dtype;
   model->engram_hashes_ = std::move(hashes);
   if (placement) {  // every layer is an MoE layer

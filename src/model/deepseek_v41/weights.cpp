@@ -170,8 +170,10 @@ void DeepseekV41Weights::use_bf16_activations() {
   });
 }
 
-void DeepseekV41Weights::relay(Backend& backend) {
-  for_each_projection([&](LinearWeight& w) { relay_into(backend, w, relaid_); });
+size_t DeepseekV41Weights::relay(Backend& backend) {
+  size_t bytes = 0;
+  for_each_projection([&](LinearWeight& w) { bytes += relay_into(backend, w, relaid_); });
+  return bytes;
 }
 
 }  // namespace deepinfer

@@ -101,9 +101,9 @@ struct DeepseekV41Weights {
   void use_bf16_activations();
 
   // As DeepseekV4Weights::relay: the weights the backend reads faster in another layout (fp8 and
-  // FP4 tile-major on AMX) copied into it, the stored pages dropped. After use_bf16_activations;
-  // not with expert parallelism.
-  void relay(Backend& backend);
+  // FP4 tile-major on AMX) copied into it, the stored pages dropped. After use_bf16_activations.
+  // Returns the bytes copied.
+  size_t relay(Backend& backend);
 
   // ModelOptions::lm_head_dtype: the head, where stored in bf16, f16 or f32, becomes fp8 with
   // 128 x 128 block scales or int8 with a scale per row and 128 columns (`to`: F8_E4M3 or I8_SM;

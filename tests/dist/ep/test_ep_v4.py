@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from test_expert_parallel import PROMPTS, generate, mpirun, peak_rss_kb, prompts_file
+from test_expert_parallel import PROMPTS, generate, mpirun, peak_rss_kb, prompts_file, relaid_mib
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]  # the repository
 
@@ -34,10 +34,12 @@ def test_v4_generate_is_bitwise_the_single_process(deepinfer_bin, tmp_path, mode
             print(f"{model} {n} ranks {args[0]}: peak RSS per rank (kB) {peaks}")
 
 
-@pytest.mark.parametrize("model", ["tiny-v4-fp8", "tiny-v41"])
-def test_v4_bf16_activations_across_ranks_are_bitwise_the_single_process(deepinfer_bin, tmp_path, model):
-    """With --activation-dtype bf16 each rank's experts take bf16 inputs as one process's do (no
-    relay under expert parallelism: the single process relays, and relaid weights keep their bits)."""
+@pytest.mark.parametrize("model", ["tiny-v3-fp8", "tiny-v4-fp8", "tiny-v41"])
+def test_bf16_activations_across_ranks_relay_and_are_bitwise_the_single_process(deepinfer_bin, tmp_path, model):
+    """With --activation-dtype bf16 each rank's experts take bf16 inputs as one process's do. Where
+    the CPU level relays weights (fp8 tile-major on AVX-512 BF16 and AMX), every rank relays its
+    own: all but the routed experts on V3 (EPLB rebinds those as mapped pages), the experts it
+    holds too on V4. Relaid or not (--no-weight-relay), the outputs are bitwise one process's."""
     path = MODELS / model
     args = ["--prompts-file", prompts_file(tmp_path, PROMPTS), "--max-tokens", "8", "--activation-dtype", "bf16"]
     single = generate([deepinfer_bin], path, *args)
@@ -46,6 +48,17 @@ def test_v4_bf16_activations_across_ranks_are_bitwise_the_single_process(deepinf
     ep = generate(mpirun(2) + [deepinfer_bin], path, *args, "--expert-parallel", "2")
     assert ep.returncode == 0, ep.stderr
     assert ep.stdout == single.stdout
+    [alone], ranks = relaid_mib(single.stderr), relaid_mib(ep.stderr)
+    assert len(ranks) == 2
+    if alone == 0:
+        assert ranks == [0, 0]
+    elif model == "tiny-v3-fp8":
+        assert all(0 < r < alone for r in ranks), (alone, ranks)
+    else:  # the same as alone where the level keeps FP4 experts as stored
+        assert all(0 < r <= alone for r in ranks) and sum(ranks) > alone, (alone, ranks)
+    stored = generate(mpirun(2) + [deepinfer_bin], path, *args, "--expert-parallel", "2", "--no-weight-relay")
+    assert stored.returncode == 0, stored.stderr
+    assert stored.stdout == single.stdout and relaid_mib(stored.stderr) == [0, 0]
 
 
 @pytest.mark.parametrize("model", ["tiny-v4", "tiny-v41"])

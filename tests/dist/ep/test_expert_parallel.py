@@ -91,6 +91,17 @@ def peak_rss_kb(stderr):
     return [int(kb) for kb in re.findall(r"VmRSS [0-9]+ kB \(peak ([0-9]+) kB\)", stderr)]
 
 
+def relaid_mib(stderr):
+    """Each process's weights relaid at load, from its model line (0 where it names none)."""
+    out = []
+    for line in stderr.splitlines():
+        if "parameters," not in line:
+            continue
+        m = re.search(r", ([0-9.]+) (MiB|GiB) relaid into the kernels' layout", line)
+        out.append(0.0 if m is None else float(m.group(1)) * (1024 if m.group(2) == "GiB" else 1))
+    return out
+
+
 def test_v2_lite_shaped_bitwise_and_memory_falls_with_ranks(deepinfer_bin, tmp_path, v2_lite):
     args = ["--prompts-file", prompts_file(tmp_path, PROMPTS[:4]), "--max-tokens", "4"]
     single = generate([deepinfer_bin], v2_lite, *args, timeout=600)
