@@ -5,7 +5,8 @@
 // Operands. A weight tile is 16 rows; its chunk c (columns [32c, 32c + 32)) is 16 vectors of bf16
 // pairs, pair p's vector holding (w[r][32c + 2p], w[r][32c + 2p + 1]) in lane r: the codes of a
 // tile-major weight (gemm.h's relay_weight; pair order) converted as they lie, or a stored weight's
-// 16 rows converted and transposed, exactly either way (Avx512Bf16::fp8x64_to_bf16). Activations:
+// 16 rows' codes transposed into pair order in registers, then converted, exactly either way
+// (Avx512Bf16::fp8x64_to_bf16). Activations:
 // each row rounded to bf16 and zero-padded to whole chunks (pack_rows), one pair of it broadcast to
 // every lane. A register tile is MR rows x NT weight tiles of accumulators (for_row_tiles, up to
 // 6 x 4), so each pair's weight vector feeds MR products and each broadcast NT.
@@ -79,22 +80,67 @@ inline __m512 tile_scales(const TileRef& tile, int64_t blk) {
                                   w.scale_inv + tile.t * kTile * n_cb + blk, 4);
 }
 
-// The 16 rows src + i * ld (32 bf16 each: 16 pairs) transposed into pair order: pair p of row i
-// at dst + 32p + 2i, loaded and stored by transpose16_by.
-__attribute__((always_inline)) inline void transpose_pairs(const uint16_t* src, int64_t ld, uint16_t* dst) {
-  transpose16_by([&](int i) { return _mm512_load_si512(src + i * ld); },
-                 [&](int p, __m512i v) { _mm512_store_si512(dst + p * 32, v); });
+// A stored weight's 16 rows x 64 columns (2 chunks), a[i] holding row i's 64 codes, transposed in
+// registers into pair order: on return a[8h + q] holds chunk h's pairs 2q and 2q + 1 as the relay
+// lays them (32 bytes each, row r's 2 codes at 2r). Each row's words (pairs) are first put where
+// three rounds of in-lane interleaves and one of lane permutes take them.
+__attribute__((always_inline)) inline void transpose_codes(__m512i (&a)[16]) {
+  // Word j of lane L of the interleaved rows ends as pair 8L + j's column: word 8L + j of a row
+  // must hold pair 2j (L = 0), 2j + 1 (L = 1), 16 + 2j (L = 2), 17 + 2j (L = 3).
+  alignas(64) static constexpr uint16_t kOrder[32] = {0,  2,  4,  6,  8,  10, 12, 14, 1,  3,  5,  7,  9,  11, 13, 15,
+                                                       16, 18, 20, 22, 24, 26, 28, 30, 17, 19, 21, 23, 25, 27, 29, 31};
+  const __m512i order = _mm512_load_si512(kOrder);
+  __m512i t[16], u[16];
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) a[i] = _mm512_permutexvar_epi16(order, a[i]);
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {  // dword j of t[2i] (t[2i + 1]): word j (4 + j) of rows 2i, 2i + 1
+    t[2 * i] = _mm512_unpacklo_epi16(a[2 * i], a[2 * i + 1]);
+    t[2 * i + 1] = _mm512_unpackhi_epi16(a[2 * i], a[2 * i + 1]);
+  }
+#pragma GCC unroll 4
+  for (int g = 0; g < 4; ++g) {  // qword j of u[4g + k]: word 2k + j of rows 4g .. 4g + 3
+    u[4 * g] = _mm512_unpacklo_epi32(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 1] = _mm512_unpackhi_epi32(t[4 * g], t[4 * g + 2]);
+    u[4 * g + 2] = _mm512_unpacklo_epi32(t[4 * g + 1], t[4 * g + 3]);
+    u[4 * g + 3] = _mm512_unpackhi_epi32(t[4 * g + 1], t[4 * g + 3]);
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h)  // lane L of t[8h + k]: word 8L + k of rows 8h .. 8h + 7
+#pragma GCC unroll 4
+    for (int j = 0; j < 4; ++j) {
+      t[8 * h + 2 * j] = _mm512_unpacklo_epi64(u[8 * h + j], u[8 * h + 4 + j]);
+      t[8 * h + 2 * j + 1] = _mm512_unpackhi_epi64(u[8 * h + j], u[8 * h + 4 + j]);
+    }
+  const __m512i first = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0);
+  const __m512i second = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
+#pragma GCC unroll 8
+  for (int k = 0; k < 8; ++k) {  // lanes 0, 1 (2, 3) of rows 0-7 and 8-15: chunk 0's (1's) pairs 2k, 2k + 1
+    a[k] = _mm512_permutex2var_epi64(t[k], first, t[8 + k]);
+    a[8 + k] = _mm512_permutex2var_epi64(t[k], second, t[8 + k]);
+  }
 }
 
-// Rows ahead of the conversion that a stored weight's span is prefetched: the row loop reads short
-// runs of many rows, too many streams for the hardware prefetchers.
-constexpr int64_t kStoredRowsAhead = 4;
+// Columns [k, k + 64) of a stored weight's tile in pair order (transpose_codes): its 16 rows from
+// `rows`, n_in codes each, rows from `valid` on and columns past n_in read as zero (masked loads,
+// which do not fault). The tile after it, whose rows follow in memory, is prefetched into L2 a 64th
+// at a time in address order: read 64 bytes from each of 16 rows in turn, a weight streams at about
+// half the rate of one read front to back.
+__attribute__((always_inline)) inline void load_stored_pairs(const uint8_t* rows, int64_t n_in, int valid, int64_t k,
+                                                             __m512i (&a)[16]) {
+  const __mmask64 cols = n_in - k >= 64 ? ~__mmask64(0) : __mmask64((uint64_t(1) << (n_in - k)) - 1);
+  const char* next = reinterpret_cast<const char*>(rows + kTile * n_in + 16 * k);
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) _mm_prefetch(next + 64 * i, _MM_HINT_T1);
+#pragma GCC unroll 16
+  for (int i = 0; i < 16; ++i) a[i] = _mm512_maskz_loadu_epi8(i < valid ? cols : 0, rows + i * n_in + k);
+  transpose_codes(a);
+}
 
 // Chunks [c0, c0 + n) of a tile as bf16 pairs: chunk c0 + j's pair p of the 16 rows at
 // dst + 512j + 32p (rows past n_out as stored by the relay, or zero; their outputs are never
-// stored). Tile-major codes convert as they lie; stored rows are each converted front to back into
-// a row-major staging (so the prefetchers follow one row at a time, not 16 rows' 32 bytes each),
-// then transposed a chunk at a time.
+// stored). Tile-major codes convert as they lie; stored ones 64 columns at a time once in pair
+// order (load_stored_pairs).
 inline void convert_chunks(const Avx512Bf16::Fp8Lut& lut, const TileRef& tile, int64_t c0, int64_t n, uint16_t* dst) {
   const LinearWeight& w = *tile.w;
   const int64_t kc = (w.n_in + kChunk - 1) / kChunk;
@@ -102,26 +148,20 @@ inline void convert_chunks(const Avx512Bf16::Fp8Lut& lut, const TileRef& tile, i
     for (int64_t j = 0; j < n; ++j) amx::pair_block(lut, w, kc, tile.t, c0 + j, dst + j * kChunkElems);
     return;
   }
-  const int64_t ld = n * kChunk + kChunk;  // a spare chunk per row spreads the rows over the L1 sets
-  thread_local AlignedVector<uint16_t> staging;
-  staging.resize(size_t(kTile * ld));
-  const uint8_t* base = static_cast<const uint8_t*>(w.data);
-  for (int i = 0; i < kTile; ++i) {
-    const int64_t row = tile.t * kTile + i;
-    uint16_t* out = staging.data() + i * ld;
-    for (int64_t j = 0; j < n; j += 2) {
-      const int64_t k = (c0 + j) * kChunk;
-      __m512i w0 = _mm512_setzero_si512(), w1 = _mm512_setzero_si512();
-      if (row < w.n_out) {
-        const uint8_t* codes = base + row * w.n_in + k;
-        _mm_prefetch(reinterpret_cast<const char*>(codes + kStoredRowsAhead * w.n_in), _MM_HINT_T0);
-        Avx512Bf16::fp8x64_to_bf16(lut, codes, int(std::min<int64_t>(j + 1 < n ? 64 : 32, w.n_in - k)), w0, w1);
+  const uint8_t* rows = static_cast<const uint8_t*>(w.data) + tile.t * kTile * w.n_in;
+  const int valid = int(std::min<int64_t>(kTile, w.n_out - tile.t * kTile));
+  for (int64_t j = 0; j < n; j += 2) {
+    __m512i a[16];
+    load_stored_pairs(rows, w.n_in, valid, (c0 + j) * kChunk, a);
+    for (int64_t h = 0; h < std::min<int64_t>(2, n - j); ++h)
+#pragma GCC unroll 8
+      for (int q = 0; q < 8; ++q) {
+        __m512i w0, w1;
+        Avx512Bf16::fp8x64_to_bf16(lut, a[8 * h + q], w0, w1);
+        _mm512_store_si512(dst + (j + h) * kChunkElems + 64 * q, w0);
+        _mm512_store_si512(dst + (j + h) * kChunkElems + 64 * q + 32, w1);
       }
-      _mm512_store_si512(out + j * kChunk, w0);
-      if (j + 1 < n) _mm512_store_si512(out + (j + 1) * kChunk, w1);
-    }
   }
-  for (int64_t j = 0; j < n; ++j) transpose_pairs(staging.data() + j * kChunk, ld, dst + j * kChunkElems);
 }
 
 // One scale block of MR rows x NT tiles: n_ch chunks of converted tiles (tile n's chunk cc at
@@ -238,17 +278,64 @@ __attribute__((noinline)) void stream_row(const uint16_t* x, const TileRef (&til
   for (int n = 0; n < NT; ++n) _mm512_store_ps(out + n * kTile, total[n]);
 }
 
-// Rows [0, m) against tiles[n], n < NT (group_rows, or stream_row for one row of tile-major
-// weights), then epilogue(r, tot + r * kGroup * kTile) per row: tot holds kGroup * kTile floats per
-// row (a per-thread buffer).
+// stream_row for stored tiles[n], n < NT: each tile's 16 rows read 64 columns at a time in pair
+// order (load_stored_pairs; the tile it prefetches is the next group's, in linear_block_packed and
+// swiglu_block_packed), bit for bit the relaid stream.
+template <int NT>
+__attribute__((noinline)) void stream_stored_row(const uint16_t* x, const TileRef (&tiles)[NT], float* out) {
+  const LinearWeight& w = *tiles[0].w;
+  const int64_t kc = (w.n_in + kChunk - 1) / kChunk, bc = w.block_cols / kChunk;
+  const Avx512Bf16::Fp8Lut lut(w.dtype);
+  const uint8_t* src[NT];
+  int rows[NT];
+#pragma GCC unroll 4
+  for (int n = 0; n < NT; ++n) {
+    src[n] = static_cast<const uint8_t*>(tiles[n].w->data) + tiles[n].t * kTile * w.n_in;
+    rows[n] = int(std::min<int64_t>(kTile, w.n_out - tiles[n].t * kTile));
+  }
+  __m512 part[NT], total[NT];
+#pragma GCC unroll 4
+  for (int n = 0; n < NT; ++n) part[n] = total[n] = _mm512_setzero_ps();
+  for (int64_t c = 0; c < kc; c += 2) {
+    const int64_t n_ch = std::min<int64_t>(2, kc - c);
+#pragma GCC unroll 4
+    for (int n = 0; n < NT; ++n) {
+      __m512i a[16];
+      load_stored_pairs(src[n], w.n_in, rows[n], c * kChunk, a);
+      for (int64_t h = 0; h < n_ch; ++h) {
+        const uint16_t* xc = x + (c + h) * kChunk;
+#pragma GCC unroll 8
+        for (int q = 0; q < 8; ++q) {
+          __m512i w0, w1;
+          Avx512Bf16::fp8x64_to_bf16(lut, a[8 * h + q], w0, w1);
+          const __m512i a0 = _mm512_broadcastd_epi32(_mm_loadu_si32(xc + 4 * q));
+          const __m512i a1 = _mm512_broadcastd_epi32(_mm_loadu_si32(xc + 4 * q + 2));
+          part[n] = _mm512_dpbf16_ps(part[n], __m512bh(a0), __m512bh(w0));
+          part[n] = _mm512_dpbf16_ps(part[n], __m512bh(a1), __m512bh(w1));
+        }
+        if ((c + h + 1) % bc == 0 || c + h + 1 == kc) {
+          total[n] = _mm512_fmadd_ps(part[n], tile_scales(tiles[n], (c + h) / bc), total[n]);
+          part[n] = _mm512_setzero_ps();
+        }
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int n = 0; n < NT; ++n) _mm512_store_ps(out + n * kTile, total[n]);
+}
+
+// Rows [0, m) against tiles[n], n < NT (group_rows, or for one row stream_row or
+// stream_stored_row), then epilogue(r, tot + r * kGroup * kTile) per row: tot holds kGroup * kTile
+// floats per row (a per-thread buffer).
 template <int NT, class Epilogue>
 void run_group(const uint16_t* packed, int64_t m, const TileRef (&tiles)[NT], Epilogue&& epilogue) {
   constexpr int64_t ldt = kGroup * kTile;
   const int64_t ld = row_elems(tiles[0].w->n_in);
   thread_local AlignedVector<float> tot;
-  if (m == 1 && tiles[0].w->tile_major) {
+  if (m == 1) {
     tot.resize(size_t(ldt));
-    stream_row<NT>(packed, tiles, tot.data());
+    if (tiles[0].w->tile_major) stream_row<NT>(packed, tiles, tot.data());
+    else stream_stored_row<NT>(packed, tiles, tot.data());
     return epilogue(int64_t(0), static_cast<const float*>(tot.data()));
   }
   const int64_t per_pass = std::min(m, pass_rows(ld));

@@ -275,7 +275,11 @@ struct Avx512Bf16With : Avx512 {
   // [32, 64) in w1. Two 128-entry byte lookups (VPERMI2B ignores the sign bit), the sign OR-ed
   // into the high byte, two byte interleaves.
   static void fp8x64_to_bf16(const Fp8Lut& t, const uint8_t* p, int n, __m512i& w0, __m512i& w1) {
-    const __m512i b = n == 64 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(__mmask64((uint64_t(1) << n) - 1), p);
+    fp8x64_to_bf16(t, n == 64 ? _mm512_loadu_si512(p) : _mm512_maskz_loadu_epi8(__mmask64((uint64_t(1) << n) - 1), p), w0,
+                   w1);
+  }
+  // The same for 64 codes in a register.
+  static void fp8x64_to_bf16(const Fp8Lut& t, __m512i b, __m512i& w0, __m512i& w1) {
     const __m512i lo = _mm512_permutex2var_epi8(t.lo0, b, t.lo1);
     const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(t.hi0, b, t.hi1), b, t.sign, 0xF8);
     w0 = _mm512_permutex2var_epi8(lo, t.il0, hi);
