@@ -234,35 +234,43 @@ void group_rows(const uint16_t* packed, int64_t ld, int64_t m, const TileRef (&t
   }
 }
 
-// One row (decode) against tile-major tiles[n], n < NT: each 64 codes converted in registers right
-// before their two pairs' products, every tile streamed from memory in order, the NT tiles'
-// accumulators interleaved. The per-output operations of group_rows, bit for bit. out[16n + lane].
-template <int NT>
-__attribute__((noinline)) void stream_row(const uint16_t* x, const TileRef (&tiles)[NT], float* out) {
+// Rows up to kStreamRows (decode) against tile-major tiles[n], n < NT: each 64 codes converted in
+// registers right before their two pairs' products with every row, every tile streamed from
+// memory in order, the MR x NT accumulators interleaved. The per-output operations of group_rows,
+// bit for bit. Rows x + i * ldx; tot[i * ldt + 16n + lane].
+constexpr int kStreamRows = 4;
+template <int MR, int NT>
+__attribute__((noinline)) void stream_rows(const uint16_t* x, int64_t ldx, const TileRef (&tiles)[NT], float* tot,
+                                           int64_t ldt) {
   const LinearWeight& w = *tiles[0].w;
   const int64_t kc = (w.n_in + kChunk - 1) / kChunk, bc = w.block_cols / kChunk;
   const Avx512Bf16::Fp8Lut lut(w.dtype);
   const uint8_t* src[NT];
 #pragma GCC unroll 4
   for (int n = 0; n < NT; ++n) src[n] = static_cast<const uint8_t*>(tiles[n].w->data) + tiles[n].t * kc * kChunkElems;
-  __m512 part[NT], total[NT];
+  __m512 part[MR][NT];
 #pragma GCC unroll 4
-  for (int n = 0; n < NT; ++n) part[n] = total[n] = _mm512_setzero_ps();
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int n = 0; n < NT; ++n) part[i][n] = _mm512_setzero_ps();
   for (int64_t c0 = 0, blk = 0; c0 < kc; c0 += bc, ++blk) {
     for (int64_t c = c0; c < std::min(kc, c0 + bc); ++c) {
-      const uint16_t* xc = x + c * kChunk;
 #pragma GCC unroll 8
       for (int q = 0; q < 8; ++q) {  // pairs 2q and 2q + 1 of the chunk, broadcast from memory
-        const __m512i a0 = _mm512_broadcastd_epi32(_mm_loadu_si32(xc + 4 * q));
-        const __m512i a1 = _mm512_broadcastd_epi32(_mm_loadu_si32(xc + 4 * q + 2));
 #pragma GCC unroll 4
         for (int n = 0; n < NT; ++n) {
           const uint8_t* codes = src[n] + 64 * q;
           _mm_prefetch(reinterpret_cast<const char*>(codes + amx::kTileAhead), _MM_HINT_T0);
           __m512i w0, w1;
           Avx512Bf16::fp8x64_to_bf16(lut, codes, 64, w0, w1);
-          part[n] = _mm512_dpbf16_ps(part[n], __m512bh(a0), __m512bh(w0));
-          part[n] = _mm512_dpbf16_ps(part[n], __m512bh(a1), __m512bh(w1));
+#pragma GCC unroll 4
+          for (int i = 0; i < MR; ++i) {
+            const uint16_t* xc = x + i * ldx + c * kChunk + 4 * q;
+            const __m512i a0 = _mm512_broadcastd_epi32(_mm_loadu_si32(xc));
+            const __m512i a1 = _mm512_broadcastd_epi32(_mm_loadu_si32(xc + 2));
+            part[i][n] = _mm512_dpbf16_ps(part[i][n], __m512bh(a0), __m512bh(w0));
+            part[i][n] = _mm512_dpbf16_ps(part[i][n], __m512bh(a1), __m512bh(w1));
+          }
         }
       }
 #pragma GCC unroll 4
@@ -270,15 +278,18 @@ __attribute__((noinline)) void stream_row(const uint16_t* x, const TileRef (&til
     }
 #pragma GCC unroll 4
     for (int n = 0; n < NT; ++n) {
-      total[n] = _mm512_fmadd_ps(part[n], tile_scales(tiles[n], blk), total[n]);
-      part[n] = _mm512_setzero_ps();
+      const __m512 scale = tile_scales(tiles[n], blk);
+#pragma GCC unroll 4
+      for (int i = 0; i < MR; ++i) {
+        float* t = tot + i * ldt + n * kTile;
+        _mm512_store_ps(t, _mm512_fmadd_ps(part[i][n], scale, blk == 0 ? _mm512_setzero_ps() : _mm512_load_ps(t)));
+        part[i][n] = _mm512_setzero_ps();
+      }
     }
   }
-#pragma GCC unroll 4
-  for (int n = 0; n < NT; ++n) _mm512_store_ps(out + n * kTile, total[n]);
 }
 
-// stream_row for stored tiles[n], n < NT: each tile's 16 rows read 64 columns at a time in pair
+// stream_rows for one row against stored tiles[n], n < NT: each tile's 16 rows read 64 columns at a time in pair
 // order (load_stored_pairs; the tile it prefetches is the next group's, in linear_block_packed and
 // swiglu_block_packed), bit for bit the relaid stream.
 template <int NT>
@@ -324,19 +335,24 @@ __attribute__((noinline)) void stream_stored_row(const uint16_t* x, const TileRe
   for (int n = 0; n < NT; ++n) _mm512_store_ps(out + n * kTile, total[n]);
 }
 
-// Rows [0, m) against tiles[n], n < NT (group_rows, or for one row stream_row or
-// stream_stored_row), then epilogue(r, tot + r * kGroup * kTile) per row: tot holds kGroup * kTile
-// floats per row (a per-thread buffer).
+// Rows [0, m) against tiles[n], n < NT (group_rows; for up to kStreamRows rows of tile-major
+// weights stream_rows, for one row of stored ones stream_stored_row), then
+// epilogue(r, tot + r * kGroup * kTile) per row: tot holds kGroup * kTile floats per row (a
+// per-thread buffer).
 template <int NT, class Epilogue>
 void run_group(const uint16_t* packed, int64_t m, const TileRef (&tiles)[NT], Epilogue&& epilogue) {
   constexpr int64_t ldt = kGroup * kTile;
   const int64_t ld = row_elems(tiles[0].w->n_in);
   thread_local AlignedVector<float> tot;
-  if (m == 1) {
-    tot.resize(size_t(ldt));
-    if (tiles[0].w->tile_major) stream_row<NT>(packed, tiles, tot.data());
-    else stream_stored_row<NT>(packed, tiles, tot.data());
-    return epilogue(int64_t(0), static_cast<const float*>(tot.data()));
+  if (m <= kStreamRows && (m == 1 || tiles[0].w->tile_major)) {
+    tot.resize(size_t(m * ldt));
+    if (!tiles[0].w->tile_major) stream_stored_row<NT>(packed, tiles, tot.data());
+    else if (m == 1) stream_rows<1, NT>(packed, ld, tiles, tot.data(), ldt);
+    else if (m == 2) stream_rows<2, NT>(packed, ld, tiles, tot.data(), ldt);
+    else if (m == 3) stream_rows<3, NT>(packed, ld, tiles, tot.data(), ldt);
+    else stream_rows<4, NT>(packed, ld, tiles, tot.data(), ldt);
+    for (int64_t r = 0; r < m; ++r) epilogue(r, static_cast<const float*>(tot.data() + r * ldt));
+    return;
   }
   const int64_t per_pass = std::min(m, pass_rows(ld));
   tot.resize(size_t(per_pass * ldt));
