@@ -225,9 +225,10 @@ LinearWeight tile_major(const LinearWeight& w, AlignedVector<uint8_t>& buf) {
 
 // Tile-major fp8 codes give every output the stored layout's bits: one token tile (streamed a
 // chunk at a time) and several (panels copied block by block), on one and two threads; linear
-// (every shape above), SwiGLU and MoE (experts and a shared expert relaid).
+// (every shape above), SwiGLU and MoE (experts and a shared expert relaid). On avx512bf16 up to 8
+// rows stream the relaid codes (from 5 rows two weight tiles at a time), and one row the stored.
 TEST_P(TileBlockScaled, Fp8AndInt8TileMajorGiveTheStoredLayoutsBits) {
-  const std::vector<int64_t> batches = {1, 2, 3, 15, 16, 17, 40};
+  const std::vector<int64_t> batches = {1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17, 40};
   for (const CodesCase& k : kCodesCases)
   for (const Fp8Shape& s : std::span(k.shapes, k.n)) {
     SCOPED_TRACE(shape_name(k.dtype, s));

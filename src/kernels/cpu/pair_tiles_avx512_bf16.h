@@ -234,11 +234,10 @@ void group_rows(const uint16_t* packed, int64_t ld, int64_t m, const TileRef (&t
   }
 }
 
-// Rows up to kStreamRows (decode) against tile-major tiles[n], n < NT: each 64 codes converted in
-// registers right before their two pairs' products with every row, every tile streamed from
-// memory in order, the MR x NT accumulators interleaved. The per-output operations of group_rows,
-// bit for bit. Rows x + i * ldx; tot[i * ldt + 16n + lane].
-constexpr int kStreamRows = 4;
+// MR rows (decode) against tile-major tiles[n], n < NT (MR * NT <= 16 accumulators): each 64
+// codes converted in registers right before their two pairs' products with every row, every tile
+// streamed from memory in order, the MR x NT accumulators interleaved. The per-output operations
+// of group_rows, bit for bit. Rows x + i * ldx; tot[i * ldt + 16n + lane].
 template <int MR, int NT>
 __attribute__((noinline)) void stream_rows(const uint16_t* x, int64_t ldx, const TileRef (&tiles)[NT], float* tot,
                                            int64_t ldt) {
@@ -335,22 +334,47 @@ __attribute__((noinline)) void stream_stored_row(const uint16_t* x, const TileRe
   for (int n = 0; n < NT; ++n) _mm512_store_ps(out + n * kTile, total[n]);
 }
 
-// Rows [0, m) against tiles[n], n < NT (group_rows; for up to kStreamRows rows of tile-major
-// weights stream_rows, for one row of stored ones stream_stored_row), then
-// epilogue(r, tot + r * kGroup * kTile) per row: tot holds kGroup * kTile floats per row (a
-// per-thread buffer).
+// Rows up to kStreamRows against tile-major tiles[n], n < NT, by stream_rows: all NT tiles at once
+// up to 4 rows, else 2 tiles at a time (a pass of the weights is the bound up to 8 rows; the
+// scratch of group_rows costs more than that).
+constexpr int64_t kStreamRows = 8;
+template <int NT>
+void stream_group(const uint16_t* x, int64_t ldx, int64_t m, const TileRef (&tiles)[NT], float* tot, int64_t ldt) {
+  const auto rows = [&]<int MR>() {
+    if constexpr (MR <= 4 || NT <= 2) {
+      stream_rows<MR, NT>(x, ldx, tiles, tot, ldt);
+    } else {
+      const TileRef first[2] = {tiles[0], tiles[1]};
+      stream_rows<MR, 2>(x, ldx, first, tot, ldt);
+      TileRef rest[NT - 2];
+      for (int n = 2; n < NT; ++n) rest[n - 2] = tiles[n];
+      stream_rows<MR, NT - 2>(x, ldx, rest, tot + 2 * kTile, ldt);
+    }
+  };
+  switch (m) {
+    case 1: return rows.template operator()<1>();
+    case 2: return rows.template operator()<2>();
+    case 3: return rows.template operator()<3>();
+    case 4: return rows.template operator()<4>();
+    case 5: return rows.template operator()<5>();
+    case 6: return rows.template operator()<6>();
+    case 7: return rows.template operator()<7>();
+    default: return rows.template operator()<8>();
+  }
+}
+
+// Rows [0, m) against tiles[n], n < NT (group_rows; up to kStreamRows rows of tile-major weights
+// stream_group, one row of stored ones stream_stored_row), then epilogue(r, tot + r * kGroup * kTile)
+// per row: tot holds kGroup * kTile floats per row (a per-thread buffer).
 template <int NT, class Epilogue>
 void run_group(const uint16_t* packed, int64_t m, const TileRef (&tiles)[NT], Epilogue&& epilogue) {
   constexpr int64_t ldt = kGroup * kTile;
   const int64_t ld = row_elems(tiles[0].w->n_in);
   thread_local AlignedVector<float> tot;
-  if (m <= kStreamRows && (m == 1 || tiles[0].w->tile_major)) {
+  if ((m <= kStreamRows && tiles[0].w->tile_major) || m == 1) {
     tot.resize(size_t(m * ldt));
-    if (!tiles[0].w->tile_major) stream_stored_row<NT>(packed, tiles, tot.data());
-    else if (m == 1) stream_rows<1, NT>(packed, ld, tiles, tot.data(), ldt);
-    else if (m == 2) stream_rows<2, NT>(packed, ld, tiles, tot.data(), ldt);
-    else if (m == 3) stream_rows<3, NT>(packed, ld, tiles, tot.data(), ldt);
-    else stream_rows<4, NT>(packed, ld, tiles, tot.data(), ldt);
+    if (tiles[0].w->tile_major) stream_group<NT>(packed, ld, m, tiles, tot.data(), ldt);
+    else stream_stored_row<NT>(packed, tiles, tot.data());
     for (int64_t r = 0; r < m; ++r) epilogue(r, static_cast<const float*>(tot.data() + r * ldt));
     return;
   }
