@@ -103,8 +103,8 @@ struct ModelOptions {
   std::optional<DType> lm_head_dtype;
   // Let the backend relay the weights it reads faster in another layout (Backend::relay_weight:
   // fp8 codes tile-major where fp8 decode runs on AMX tiles), copied out of the checkpoint's
-  // mapping at load; the outputs are bitwise the same either way. DeepSeek-V2/V3, V4 and V4.1; with
-  // expert parallelism all but V2/V3's routed experts, which EPLB rebinds as mapped pages.
+  // mapping at load (and, with expert parallelism, V2/V3's routed experts as EPLB rebinds them); the
+  // outputs are bitwise the same either way. DeepSeek-V2/V3, V4 and V4.1.
   bool relay_weights = true;
 };
 

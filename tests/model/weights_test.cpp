@@ -8,6 +8,8 @@
 
 #include "core/mapped_file.h"
 #include "model/deepseek/model.h"
+#include "model/expert_group.h"
+#include "model/safetensors.h"
 #include "safetensors_writer.h"
 
 namespace deepinfer {
@@ -88,6 +90,44 @@ TEST(DeepseekWeights, Bf16ActivationsMarkTheBf16AndFp8Projections) {
 
   auto f32 = DeepseekModel::Load("tests/data/models/tiny-v3", ModelOptions{}, cpu_backend());
   EXPECT_EQ((*f32)->weights().lm_head.act_dtype, DType::F32);
+}
+
+// Expert parallelism with the relay: rebinding a layer's experts relays the ones it binds and hands
+// back only mapped weights for the ones it drops (their relaid copies are freed, never released as
+// pages). Skipped where the CPU level keeps fp8 weights as stored.
+TEST(DeepseekWeights, RebindingRelaysTheExpertsItBindsAndFreesTheOnesItDrops) {
+  const std::string dir = "tests/data/models/tiny-v3-fp8";
+  auto config = ModelConfig::Load(dir);
+  auto ckpt = Checkpoint::Open(dir);
+  ASSERT_TRUE(config.ok() && ckpt.ok());
+  auto placement = ExpertPlacement::contiguous(config->n_routed_experts, 2, 0);  // experts 0-7
+  ASSERT_TRUE(placement.ok());
+  auto w = DeepseekWeights::Bind(*ckpt, *config, dir, &*placement);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  (*w)->use_bf16_activations();
+  const MoeWeights& moe = (*w)->layers[1].moe;
+  ASSERT_EQ(moe.experts.size(), 16u);
+  const bool relays = cpu_backend().relaid_bytes(moe.experts[0].gate) > 0;
+  EXPECT_GT((*w)->relay(cpu_backend()), 0u);
+  if (!relays) GTEST_SKIP() << "this CPU level keeps fp8 weights as stored";
+  EXPECT_TRUE(moe.experts[0].gate.tile_major && moe.experts[7].down.tile_major);
+  EXPECT_EQ(moe.experts[8].gate.data, nullptr);
+  const void* kept = moe.experts[5].up.data;
+  const std::vector<int32_t> held = {4, 5, 6, 7, 8, 9, 10, 11};
+  std::vector<MlpWeights> dropped;
+  auto bound = (*w)->rebind_experts(*ckpt, *config, dir, 1, held, dropped);
+  ASSERT_TRUE(bound.ok()) << bound.status().message();
+  EXPECT_EQ(*bound, (std::vector<int32_t>{8, 9, 10, 11}));
+  for (int e = 8; e < 12; ++e)
+    for (const LinearWeight* lw : {&moe.experts[size_t(e)].gate, &moe.experts[size_t(e)].up, &moe.experts[size_t(e)].down}) {
+      EXPECT_TRUE(lw->tile_major) << "expert " << e;
+      EXPECT_EQ(lw->act_dtype, DType::BF16) << "expert " << e;
+    }
+  EXPECT_EQ(moe.experts[5].up.data, kept);
+  EXPECT_EQ(moe.experts[0].gate.data, nullptr);
+  ASSERT_EQ(dropped.size(), 4u);
+  for (const MlpWeights& d : dropped)
+    for (const LinearWeight* lw : {&d.gate, &d.up, &d.down}) EXPECT_EQ(lw->data, nullptr);
 }
 
 TEST(DeepseekWeights, MissingTensorIsNamed) {

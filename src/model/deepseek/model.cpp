@@ -61,7 +61,7 @@ Result<std::unique_ptr<DeepseekModel>> DeepseekModel::Load(const std::string& mo
     DI_ASSIGN_OR_RETURN(requantized, weights->requantize_lm_head(model_dir, *options.lm_head_dtype));
   }
   if (options.activation_dtype == DType::BF16) weights->use_bf16_activations();
-  const size_t relaid = options.relay_weights ? weights->relay(backend, /*routed_experts=*/!placement) : 0;
+  const size_t relaid = options.relay_weights ? weights->relay(backend) : 0;
   std::unique_ptr<DeepseekModel> model(
       new DeepseekModel(std::move(config), std::move(ckpt), std::move(weights), options, backend));
   if (requantized) model->info_.lm_head_requantized = options.lm_head_dtype;

@@ -226,9 +226,19 @@ Result<std::vector<int32_t>> DeepseekWeights::rebind_experts(const Checkpoint& c
     next[size_t(e)].down.act_dtype = down_act;
     bound.push_back(e);
   }
-  for (size_t e = 0; e < m.experts.size(); ++e)
-    if (m.experts[e].gate.data && !next[e].gate.data) dropped.push_back(m.experts[e]);
+  for (size_t e = 0; e < m.experts.size(); ++e) {
+    if (!m.experts[e].gate.data || next[e].gate.data) continue;
+    MlpWeights mapped = m.experts[e];  // its relaid weights' copies are freed, not released as pages
+    for (LinearWeight* w : {&mapped.gate, &mapped.up, &mapped.down})
+      if (w->tile_major) *w = LinearWeight{};
+    dropped.push_back(mapped);
+    if (size_t(layer) < relaid_experts_.size()) relaid_experts_[size_t(layer)][e].clear();
+  }
   m.experts = std::move(next);
+  if (relay_backend_ != nullptr)
+    for (const int32_t e : bound)
+      for (LinearWeight* w : {&m.experts[size_t(e)].gate, &m.experts[size_t(e)].up, &m.experts[size_t(e)].down})
+        relay_into(*relay_backend_, *w, relaid_experts_[size_t(layer)][size_t(e)]);
   return bound;
 }
 
@@ -275,28 +285,33 @@ Result<bool> DeepseekWeights::requantize_lm_head(const std::string& model_dir, D
                             requantized_lm_head_);
 }
 
-size_t DeepseekWeights::relay(Backend& backend, bool routed_experts) {
+size_t DeepseekWeights::relay(Backend& backend) {
+  relay_backend_ = &backend;
   size_t bytes = 0;
-  auto relay_one = [&](LinearWeight& w) { bytes += relay_into(backend, w, relaid_, w.data == embed.data); };
-  auto relay_mlp = [&](MlpWeights& m) {
-    relay_one(m.gate);
-    relay_one(m.up);
-    relay_one(m.down);
+  auto relay_one = [&](LinearWeight& w, std::deque<UninitBytes>& store) {
+    bytes += relay_into(backend, w, store, w.data == embed.data);
   };
-  auto relay_layer = [&](LayerWeights& L) {
+  auto relay_mlp = [&](MlpWeights& m, std::deque<UninitBytes>& store) {
+    for (LinearWeight* w : {&m.gate, &m.up, &m.down}) relay_one(*w, store);
+  };
+  // experts: each routed expert's store (rebind_experts frees and fills them), or none (relaid_).
+  auto relay_layer = [&](LayerWeights& L, std::vector<std::deque<UninitBytes>>* experts) {
     MlaWeights& a = L.attn;
-    for (LinearWeight* w : {&a.q_proj, &a.q_a_proj, &a.q_b_proj, &a.kv_a_proj, &a.o_proj}) relay_one(*w);
-    if (!L.is_moe) return relay_mlp(L.mlp);
-    if (routed_experts)
-      for (MlpWeights& e : L.moe.experts) relay_mlp(e);
-    if (L.moe.has_shared) relay_mlp(L.moe.shared);
+    for (LinearWeight* w : {&a.q_proj, &a.q_a_proj, &a.q_b_proj, &a.kv_a_proj, &a.o_proj}) relay_one(*w, relaid_);
+    if (!L.is_moe) return relay_mlp(L.mlp, relaid_);
+    for (size_t e = 0; e < L.moe.experts.size(); ++e) relay_mlp(L.moe.experts[e], experts ? (*experts)[e] : relaid_);
+    if (L.moe.has_shared) relay_mlp(L.moe.shared, relaid_);
   };
-  for (LayerWeights& L : layers) relay_layer(L);
-  relay_one(lm_head);
+  relaid_experts_.resize(layers.size());
+  for (size_t l = 0; l < layers.size(); ++l) {
+    relaid_experts_[l].resize(layers[l].moe.experts.size());
+    relay_layer(layers[l], &relaid_experts_[l]);
+  }
+  relay_one(lm_head, relaid_);
   if (mtp) {
-    relay_layer(mtp->block);
-    relay_one(mtp->eh_proj);
-    relay_one(mtp->head);
+    relay_layer(mtp->block, nullptr);
+    relay_one(mtp->eh_proj, relaid_);
+    relay_one(mtp->head, relaid_);
   }
   return bytes;
 }

@@ -89,8 +89,9 @@ struct DeepseekWeights {
 
   // Expert parallelism: binds exactly the routed experts `held` (ascending) of MoE layer `layer`,
   // checked as Bind checks them, with the activation dtype of the layer's shared experts (or of
-  // an expert bound before). Returns the experts it newly bound and unbinds the rest; the
-  // caller releases their pages (the mapping stays).
+  // an expert bound before), and relaid after relay. Returns the experts it newly bound and unbinds
+  // the rest: `dropped` gets their weights as mapped, whose pages the caller releases (the mapping
+  // stays); relaid copies are freed here.
   Result<std::vector<int32_t>> rebind_experts(const Checkpoint& ckpt, const ModelConfig& c, const std::string& model_dir,
                                               int layer, std::span<const int32_t> held, std::vector<MlpWeights>& dropped);
 
@@ -110,14 +111,16 @@ struct DeepseekWeights {
 
   // Copies every linear weight that the backend reads faster in another layout into that layout
   // (Backend::relay_weight; after use_bf16_activations, which decides the layouts), and drops the
-  // stored bytes' pages from the process: the weight's memory moves rather than doubles. The
-  // routed experts only where `routed_experts`: expert parallelism binds and releases them as
-  // mapped pages while serving (rebind_experts). Returns the bytes copied.
-  size_t relay(Backend& backend, bool routed_experts);
+  // stored bytes' pages from the process: the weight's memory moves rather than doubles. From then
+  // on rebind_experts relays the experts it binds and frees the copies of those it drops. Returns
+  // the bytes copied.
+  size_t relay(Backend& backend);
 
  private:
   std::deque<std::vector<uint8_t>> realigned_;  // copies of tensors stored at unaligned offsets
   std::deque<UninitBytes> relaid_;    // weights in the backend's layout (relay)
+  std::vector<std::vector<std::deque<UninitBytes>>> relaid_experts_;  // [layer][expert]: its relaid copies
+  Backend* relay_backend_ = nullptr;  // set by relay
   AlignedVector<uint8_t> requantized_lm_head_;   // requantize_lm_head's codes and scales
   friend class WeightBinder;
 };

@@ -134,12 +134,13 @@ def test_rank_count_mismatch_is_a_clear_error(deepinfer_bin):
     assert "--expert-parallel 1: must equal the number of MPI processes, which is 2" in out.stderr
 
 
-def skewed_checkpoint(out):
-    """tiny-v3 with its routers' e_score_correction_bias raised by 2 for experts 0-3: selection
-    (biased scores, group-limited) then picks them for nearly every token, all on rank 0 of 4
-    under the contiguous placement. Routing weights still come from the unbiased scores."""
+def skewed_checkpoint(out, source="tiny-v3"):
+    """tiny-v3 (or tiny-v3-fp8) with its routers' e_score_correction_bias raised by 2 for experts
+    0-3: selection (biased scores, group-limited) then picks them for nearly every token, all on
+    rank 0 of 4 under the contiguous placement. Routing weights still come from the unbiased
+    scores."""
     import numpy as np
-    shutil.copytree(ROOT / "tests" / "data" / "models" / "tiny-v3", out)
+    shutil.copytree(ROOT / "tests" / "data" / "models" / source, out)
     path = out / "model.safetensors"
     data = bytearray(path.read_bytes())
     n = int.from_bytes(data[:8], "little")
@@ -181,6 +182,24 @@ def test_eplb_rebalances_a_skewed_load_without_changing_outputs(deepinfer_bin, t
     assert len(periods) >= 5, periods
     for rows in periods[1:-1]:  # whole periods after the first rebalance
         assert max(rows) < 1.6 * (sum(rows) / 4), periods
+
+
+def test_eplb_moves_relaid_experts_without_changing_outputs(deepinfer_bin, tmp_path):
+    """fp8 experts with bf16 activations, which levels with weight tiles (AVX-512 BF16, AMX) relay
+    at load: each rebalance relays the experts a rank takes on and frees the copies of those it
+    gives away, and the outputs stay bitwise one process's, relaid or not."""
+    model = skewed_checkpoint(tmp_path / "skewed", "tiny-v3-fp8")
+    args = ["--prompts-file", prompts_file(tmp_path, PROMPTS), "--max-tokens", "30", "--activation-dtype", "bf16"]
+    single = generate([deepinfer_bin], model, *args)
+    assert single.returncode == 0, single.stderr
+    for relay in ([], ["--no-weight-relay"]):
+        moving = generate(mpirun(4) + [deepinfer_bin], model, *args, "--expert-parallel", "4",
+                          "--eplb-redundant-experts", "4", "--eplb-interval", "5", *relay)
+        assert moving.returncode == 0, moving.stderr
+        assert moving.stdout == single.stdout, relay
+        assert len(list(zip(*rows_per_period(moving.stderr, 4)))) >= 5
+        if relay:
+            assert relaid_mib(moving.stderr) == [0] * 4
 
 
 def test_eplb_on_two_nodes_keeps_each_group_on_one(deepinfer_bin, tmp_path):
