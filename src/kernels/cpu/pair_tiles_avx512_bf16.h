@@ -26,7 +26,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -35,6 +34,7 @@
 #include "kernels/cpu/amx_weight_rows.h"
 #include "kernels/cpu/row_tiles.h"
 #include "kernels/cpu/simd_avx512_bf16.h"
+#include "kernels/cpu/vexp.h"
 #include "kernels/ops.h"
 
 namespace deepinfer::cpu::pair_tiles {
@@ -428,7 +428,8 @@ inline void linear_block_packed(const uint16_t* packed, int64_t m, const LinearW
 
 // swiglu_block_packed (kernel_table.h; o_begin a multiple of 16): output tiles g and g + half
 // (streams walking the two halves of the block in gate and in up, as linear_block_packed's quarters),
-// each gate tile with the up tile of the same outputs; y = silu(g) * u = g / (1 + e^-g) * u.
+// each gate tile with the up tile of the same outputs; y = silu(g) * u = g / (1 + e^-g) * u, 16
+// outputs at a time (vexp.h's e^x, also for a tile's last few).
 inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearWeight& gate, const LinearWeight& up,
                                 int64_t o_begin, int64_t o_end, float* y, int64_t ldy) {
   const int64_t n_tiles = (o_end - o_begin + kTile - 1) / kTile, half = (n_tiles + 1) / 2;
@@ -446,11 +447,10 @@ inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearW
         run_group<NT>(packed, m, tiles, [&](int64_t r, const float* out) {
           for (int n = 0; n < NT / 2; ++n) {
             const int64_t o = tiles[n].t * kTile - o_begin, n_valid = std::min<int64_t>(kTile, o_end - o_begin - o);
-            float* dst = y + r * ldy + o;
-            for (int64_t i = 0; i < n_valid; ++i) {
-              const float gv = out[n * kTile + i], uv = out[(NT / 2 + n) * kTile + i];
-              dst[i] = gv / (1.0f + std::exp(-gv)) * uv;
-            }
+            const __m512 g = _mm512_load_ps(out + n * kTile), u = _mm512_load_ps(out + (NT / 2 + n) * kTile);
+            const __m512 e = vexp<Avx512Bf16>(_mm512_sub_ps(_mm512_setzero_ps(), g));
+            const __m512 v = _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), e)), u);
+            _mm512_mask_storeu_ps(y + r * ldy + o, __mmask16(n_valid == kTile ? 0xffffu : (1u << n_valid) - 1u), v);
           }
         });
       }
