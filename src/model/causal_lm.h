@@ -102,9 +102,10 @@ struct ModelOptions {
   // or FP4 lm_head stays as it is.
   std::optional<DType> lm_head_dtype;
   // Let the backend relay the weights it reads faster in another layout (Backend::relay_weight:
-  // fp8 codes tile-major where fp8 decode runs on AMX tiles), copied out of the checkpoint's
-  // mapping at load (and, with expert parallelism, V2/V3's routed experts as EPLB rebinds them); the
-  // outputs are bitwise the same either way. DeepSeek-V2/V3, V4 and V4.1.
+  // fp8 and int8 codes tile-major where they run on weight tiles, AMX or AVX-512 BF16; FP4 on
+  // AMX), copied out of the checkpoint's mapping at load (and, with expert parallelism, V2/V3's
+  // routed experts as EPLB rebinds them); the outputs are bitwise the same either way.
+  // DeepSeek-V2/V3, V4 and V4.1.
   bool relay_weights = true;
 };
 
