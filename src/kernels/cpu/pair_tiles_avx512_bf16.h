@@ -248,7 +248,7 @@ __attribute__((noinline)) void stream_rows(const uint16_t* x, int64_t ldx, const
 #pragma GCC unroll 4
   for (int n = 0; n < NT; ++n) src[n] = static_cast<const uint8_t*>(tiles[n].w->data) + tiles[n].t * kc * kChunkElems;
   __m512 part[MR][NT];
-#pragma GCC unroll 4
+#pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
     for (int n = 0; n < NT; ++n) part[i][n] = _mm512_setzero_ps();
@@ -262,7 +262,7 @@ __attribute__((noinline)) void stream_rows(const uint16_t* x, int64_t ldx, const
           _mm_prefetch(reinterpret_cast<const char*>(codes + amx::kTileAhead), _MM_HINT_T0);
           __m512i w0, w1;
           Avx512Bf16::fp8x64_to_bf16(lut, codes, 64, w0, w1);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
           for (int i = 0; i < MR; ++i) {
             const uint16_t* xc = x + i * ldx + c * kChunk + 4 * q;
             const __m512i a0 = _mm512_broadcastd_epi32(_mm_loadu_si32(xc));
@@ -278,7 +278,7 @@ __attribute__((noinline)) void stream_rows(const uint16_t* x, int64_t ldx, const
 #pragma GCC unroll 4
     for (int n = 0; n < NT; ++n) {
       const __m512 scale = tile_scales(tiles[n], blk);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
       for (int i = 0; i < MR; ++i) {
         float* t = tot + i * ldt + n * kTile;
         _mm512_store_ps(t, _mm512_fmadd_ps(part[i][n], scale, blk == 0 ? _mm512_setzero_ps() : _mm512_load_ps(t)));
@@ -288,9 +288,9 @@ __attribute__((noinline)) void stream_rows(const uint16_t* x, int64_t ldx, const
   }
 }
 
-// stream_rows for one row against stored tiles[n], n < NT: each tile's 16 rows read 64 columns at a time in pair
-// order (load_stored_pairs; the tile it prefetches is the next group's, in linear_block_packed and
-// swiglu_block_packed), bit for bit the relaid stream.
+// stream_rows for one row against stored tiles[n], n < NT: each tile's 16 rows read 64 columns at
+// a time in pair order (load_stored_pairs; the tile it prefetches is the next group's, in
+// linear_block_packed and swiglu_block_packed), bit for bit the relaid stream.
 template <int NT>
 __attribute__((noinline)) void stream_stored_row(const uint16_t* x, const TileRef (&tiles)[NT], float* out) {
   const LinearWeight& w = *tiles[0].w;
