@@ -234,19 +234,28 @@ void group_rows(const uint16_t* packed, int64_t ld, int64_t m, const TileRef (&t
   }
 }
 
-// MR rows (decode) against tile-major tiles[n], n < NT (MR * NT <= 16 accumulators): each 64
-// codes converted in registers right before their two pairs' products with every row, every tile
-// streamed from memory in order, the MR x NT accumulators interleaved. The per-output operations
-// of group_rows, bit for bit. Rows x + i * ldx; tot[i * ldt + 16n + lane].
-template <int MR, int NT>
+// MR rows (decode) against tiles[n], n < NT (MR * NT <= 16 accumulators): each 64 codes converted
+// in registers right before their two pairs' products with every row, every tile streamed from
+// memory in order, the MR x NT accumulators interleaved. Tile-major codes are read as they lie;
+// kStored tiles' 16 rows are read two chunks at a time in pair order (load_stored_pairs; the tile
+// it prefetches is the next group's, in linear_block_packed and swiglu_block_packed) into an L1
+// ring, the same codes in the same order. The per-output operations of group_rows, bit for bit.
+// Rows x + i * ldx; tot[i * ldt + 16n + lane].
+template <int MR, int NT, bool kStored>
 __attribute__((noinline)) void stream_rows(const uint16_t* x, int64_t ldx, const TileRef (&tiles)[NT], float* tot,
                                            int64_t ldt) {
   const LinearWeight& w = *tiles[0].w;
   const int64_t kc = (w.n_in + kChunk - 1) / kChunk, bc = w.block_cols / kChunk;
   const Avx512Bf16::Fp8Lut lut(w.dtype);
-  const uint8_t* src[NT];
+  const uint8_t* src[NT];  // tile-major: the tile's first chunk; stored: its first row
+  int valid[NT];           // stored: the tile's rows before n_out
+  alignas(64) uint8_t ring[kStored ? NT : 1][2 * kChunkElems];
 #pragma GCC unroll 4
-  for (int n = 0; n < NT; ++n) src[n] = static_cast<const uint8_t*>(tiles[n].w->data) + tiles[n].t * kc * kChunkElems;
+  for (int n = 0; n < NT; ++n) {
+    const int64_t t = tiles[n].t;
+    src[n] = static_cast<const uint8_t*>(tiles[n].w->data) + t * (kStored ? kTile * w.n_in : kc * kChunkElems);
+    valid[n] = int(std::min<int64_t>(kTile, w.n_out - t * kTile));
+  }
   __m512 part[MR][NT];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
@@ -254,12 +263,27 @@ __attribute__((noinline)) void stream_rows(const uint16_t* x, int64_t ldx, const
     for (int n = 0; n < NT; ++n) part[i][n] = _mm512_setzero_ps();
   for (int64_t c0 = 0, blk = 0; c0 < kc; c0 += bc, ++blk) {
     for (int64_t c = c0; c < std::min(kc, c0 + bc); ++c) {
+      const uint8_t* chunk[NT];
+#pragma GCC unroll 4
+      for (int n = 0; n < NT; ++n) {
+        if constexpr (kStored) {
+          if (c % 2 == 0) {
+            __m512i a[16];
+            load_stored_pairs(src[n], w.n_in, valid[n], c * kChunk, a);
+#pragma GCC unroll 16
+            for (int j = 0; j < 16; ++j) _mm512_store_si512(ring[n] + 64 * j, a[j]);
+          }
+          chunk[n] = ring[n] + (c % 2) * kChunkElems;
+        } else {
+          chunk[n] = src[n] + c * kChunkElems;
+        }
+      }
 #pragma GCC unroll 8
       for (int q = 0; q < 8; ++q) {  // pairs 2q and 2q + 1 of the chunk, broadcast from memory
 #pragma GCC unroll 4
         for (int n = 0; n < NT; ++n) {
-          const uint8_t* codes = src[n] + 64 * q;
-          _mm_prefetch(reinterpret_cast<const char*>(codes + amx::kTileAhead), _MM_HINT_T0);
+          const uint8_t* codes = chunk[n] + 64 * q;
+          if constexpr (!kStored) _mm_prefetch(reinterpret_cast<const char*>(codes + amx::kTileAhead), _MM_HINT_T0);
           __m512i w0, w1;
           Avx512Bf16::fp8x64_to_bf16(lut, codes, 64, w0, w1);
 #pragma GCC unroll 8
@@ -272,8 +296,6 @@ __attribute__((noinline)) void stream_rows(const uint16_t* x, int64_t ldx, const
           }
         }
       }
-#pragma GCC unroll 4
-      for (int n = 0; n < NT; ++n) src[n] += kChunkElems;
     }
 #pragma GCC unroll 4
     for (int n = 0; n < NT; ++n) {
@@ -288,67 +310,26 @@ __attribute__((noinline)) void stream_rows(const uint16_t* x, int64_t ldx, const
   }
 }
 
-// stream_rows for one row against stored tiles[n], n < NT: each tile's 16 rows read 64 columns at
-// a time in pair order (load_stored_pairs; the tile it prefetches is the next group's, in
-// linear_block_packed and swiglu_block_packed), bit for bit the relaid stream.
-template <int NT>
-__attribute__((noinline)) void stream_stored_row(const uint16_t* x, const TileRef (&tiles)[NT], float* out) {
-  const LinearWeight& w = *tiles[0].w;
-  const int64_t kc = (w.n_in + kChunk - 1) / kChunk, bc = w.block_cols / kChunk;
-  const Avx512Bf16::Fp8Lut lut(w.dtype);
-  const uint8_t* src[NT];
-  int rows[NT];
-#pragma GCC unroll 4
-  for (int n = 0; n < NT; ++n) {
-    src[n] = static_cast<const uint8_t*>(tiles[n].w->data) + tiles[n].t * kTile * w.n_in;
-    rows[n] = int(std::min<int64_t>(kTile, w.n_out - tiles[n].t * kTile));
-  }
-  __m512 part[NT], total[NT];
-#pragma GCC unroll 4
-  for (int n = 0; n < NT; ++n) part[n] = total[n] = _mm512_setzero_ps();
-  for (int64_t c = 0; c < kc; c += 2) {
-    const int64_t n_ch = std::min<int64_t>(2, kc - c);
-#pragma GCC unroll 4
-    for (int n = 0; n < NT; ++n) {
-      __m512i a[16];
-      load_stored_pairs(src[n], w.n_in, rows[n], c * kChunk, a);
-      for (int64_t h = 0; h < n_ch; ++h) {
-        const uint16_t* xc = x + (c + h) * kChunk;
-#pragma GCC unroll 8
-        for (int q = 0; q < 8; ++q) {
-          __m512i w0, w1;
-          Avx512Bf16::fp8x64_to_bf16(lut, a[8 * h + q], w0, w1);
-          const __m512i a0 = _mm512_broadcastd_epi32(_mm_loadu_si32(xc + 4 * q));
-          const __m512i a1 = _mm512_broadcastd_epi32(_mm_loadu_si32(xc + 4 * q + 2));
-          part[n] = _mm512_dpbf16_ps(part[n], __m512bh(a0), __m512bh(w0));
-          part[n] = _mm512_dpbf16_ps(part[n], __m512bh(a1), __m512bh(w1));
-        }
-        if ((c + h + 1) % bc == 0 || c + h + 1 == kc) {
-          total[n] = _mm512_fmadd_ps(part[n], tile_scales(tiles[n], (c + h) / bc), total[n]);
-          part[n] = _mm512_setzero_ps();
-        }
-      }
-    }
-  }
-#pragma GCC unroll 4
-  for (int n = 0; n < NT; ++n) _mm512_store_ps(out + n * kTile, total[n]);
-}
-
-// Rows up to kStreamRows against tile-major tiles[n], n < NT, by stream_rows: all NT tiles at once
-// up to 4 rows, else 2 tiles at a time (a pass of the weights is the bound up to 8 rows; the
-// scratch of group_rows costs more than that).
+// Rows up to kStreamRows against tiles[n], n < NT, by stream_rows: all NT tiles at once up to 4
+// rows, else 2 tiles at a time (a pass of the weights is the bound up to 8 rows; the scratch of
+// group_rows costs more than that).
 constexpr int64_t kStreamRows = 8;
 template <int NT>
 void stream_group(const uint16_t* x, int64_t ldx, int64_t m, const TileRef (&tiles)[NT], float* tot, int64_t ldt) {
+  const bool stored = !tiles[0].w->tile_major;
+  const auto run = [&]<int MR, int N>(const TileRef (&ts)[N], float* out) {
+    if (stored) stream_rows<MR, N, true>(x, ldx, ts, out, ldt);
+    else stream_rows<MR, N, false>(x, ldx, ts, out, ldt);
+  };
   const auto rows = [&]<int MR>() {
     if constexpr (MR <= 4 || NT <= 2) {
-      stream_rows<MR, NT>(x, ldx, tiles, tot, ldt);
+      run.template operator()<MR, NT>(tiles, tot);
     } else {
       const TileRef first[2] = {tiles[0], tiles[1]};
-      stream_rows<MR, 2>(x, ldx, first, tot, ldt);
+      run.template operator()<MR, 2>(first, tot);
       TileRef rest[NT - 2];
       for (int n = 2; n < NT; ++n) rest[n - 2] = tiles[n];
-      stream_rows<MR, NT - 2>(x, ldx, rest, tot + 2 * kTile, ldt);
+      run.template operator()<MR, NT - 2>(rest, tot + 2 * kTile);
     }
   };
   switch (m) {
@@ -363,18 +344,17 @@ void stream_group(const uint16_t* x, int64_t ldx, int64_t m, const TileRef (&til
   }
 }
 
-// Rows [0, m) against tiles[n], n < NT (group_rows; up to kStreamRows rows of tile-major weights
-// stream_group, one row of stored ones stream_stored_row), then epilogue(r, tot + r * kGroup * kTile)
-// per row: tot holds kGroup * kTile floats per row (a per-thread buffer).
+// Rows [0, m) against tiles[n], n < NT (group_rows; up to kStreamRows rows stream_group), then
+// epilogue(r, tot + r * kGroup * kTile) per row: tot holds kGroup * kTile floats per row (a
+// per-thread buffer).
 template <int NT, class Epilogue>
 void run_group(const uint16_t* packed, int64_t m, const TileRef (&tiles)[NT], Epilogue&& epilogue) {
   constexpr int64_t ldt = kGroup * kTile;
   const int64_t ld = row_elems(tiles[0].w->n_in);
   thread_local AlignedVector<float> tot;
-  if ((m <= kStreamRows && tiles[0].w->tile_major) || m == 1) {
+  if (m <= kStreamRows) {
     tot.resize(size_t(m * ldt));
-    if (tiles[0].w->tile_major) stream_group<NT>(packed, ld, m, tiles, tot.data(), ldt);
-    else stream_stored_row<NT>(packed, tiles, tot.data());
+    stream_group<NT>(packed, ld, m, tiles, tot.data(), ldt);
     for (int64_t r = 0; r < m; ++r) epilogue(r, static_cast<const float*>(tot.data() + r * ldt));
     return;
   }
