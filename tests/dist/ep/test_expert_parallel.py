@@ -200,6 +200,8 @@ def test_eplb_moves_relaid_experts_without_changing_outputs(deepinfer_bin, tmp_p
         assert len(list(zip(*rows_per_period(moving.stderr, 4)))) >= 5
         if relay:
             assert relaid_mib(moving.stderr) == [0] * 4
+        elif relaid_mib(single.stderr) != [0]:  # a level that relays: so does every rank
+            assert all(r > 0 for r in relaid_mib(moving.stderr)), moving.stderr
 
 
 def test_eplb_on_two_nodes_keeps_each_group_on_one(deepinfer_bin, tmp_path):
