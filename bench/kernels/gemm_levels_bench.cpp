@@ -13,10 +13,10 @@
 //   repacking the weights at load would save at most);
 // - fp8 (e4m3, 128 x 128 scale blocks), int8 (I8_SM, a scale per row and 128 columns: the
 //   requantized lm_head) and FP4 (e2m1, UE8M0 per 32) weights with bf16 activations
-//   on every level, against bf16 on the top one: GEMV at m = 1, 2, 4, 8 (GB/s of stored bytes, scales
-//   included, 1 GiB of them in rotation, next to a 4-stream read-bandwidth probe over 1 GiB) and
-//   linear 2816 x 2048 at m = 16 .. 512 (GFLOP/s); also fp8, int8 and FP4 relaid tile-major
-//   (cpu::relay_weight) for the first level that relays them. --lowbit runs only this part.
+//   on every level, against bf16 on the top one: GEMV at m = 1, 2, 4, 6, 8, 16 (GB/s of stored
+//   bytes, scales included, 1 GiB of them in rotation, next to a 4-stream read-bandwidth probe over
+//   1 GiB) and linear 2816 x 2048 at m = 16 .. 512 (GFLOP/s); also fp8, int8 and FP4 relaid
+//   tile-major (cpu::relay_weight) for the first level that relays them. --lowbit runs only this part.
 // Usage: gemm_levels_bench [--reps N] [--quick] [--lowbit]; OMP_NUM_THREADS sets the threads.
 #include <immintrin.h>
 #include <omp.h>
@@ -349,7 +349,7 @@ void lowbit_section(const std::vector<Level>& levels, int reps, bool quick) {
     for (int r = 0; r < reps; ++r) probe.push_back(read_probe_gbs());
     std::printf("read-bandwidth probe (4 streams, 1 GiB): %.1f GB/s per CPU second\n", median(probe));
     // Decode batch sizes: one pass of the weights per call.
-    for (int64_t m : quick ? std::vector<int64_t>{1, 8} : std::vector<int64_t>{1, 2, 4, 8}) {
+    for (int64_t m : quick ? std::vector<int64_t>{1, 8} : std::vector<int64_t>{1, 2, 4, 6, 8, 16}) {
       const std::vector<float> x = activations(m * n_in, 3);
       std::vector<float> y(static_cast<size_t>(m * n_out));
       compare_variants("GEMV m=" + std::to_string(m) + " " + std::to_string(n_out) + "x" + std::to_string(n_in) +

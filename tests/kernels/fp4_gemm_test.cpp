@@ -80,14 +80,15 @@ void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b, 
     ASSERT_EQ(std::memcmp(&a[i], &b[i], 4), 0) << what << " element " << i << ": " << a[i] << " vs " << b[i];
 }
 
-// Shapes: one block per row, 64 and 33 blocks; m 29 takes two passes of rows (24 + 5), every
-// tile shape and the one-row paths.
+// Shapes: one block per row, 64 and 33 blocks; m 1-16 widen in registers (passes of 4 rows at
+// most: 5 = 3 + 2, 7 = 4 + 3, 16 = 4 x 4), m 17 through a scratch, m 29 takes two passes of rows
+// (24 through a scratch, then 5 in registers): every tile shape and the one-row paths.
 TEST_P(Fp4Gemm, LinearEqualsExpandedBf16AndReferenceAndIsBatchInvariant) {
   IsaScope scope(isa());
   for (auto [n_out, n_in] : {std::pair<int64_t, int64_t>{37, 32}, {64, 2048}, {130, 1056}}) {
     Fp4Weight fw(n_out, n_in, 7);
     fw.set_act(act());
-    for (int64_t m : {1, 3, 29}) {
+    for (int64_t m : {1, 3, 5, 7, 8, 16, 17, 29}) {
       const int64_t ldx = n_in + 5;
       const std::vector<float> x = random_floats(size_t(m * ldx), 11 + uint32_t(m));
       std::vector<float> y(size_t(m * n_out)), y_bf16(size_t(m * n_out));

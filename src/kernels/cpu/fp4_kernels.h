@@ -8,7 +8,8 @@
 // expanded weights on the same ISA, and independent of m and the tiling. Two ways, same operations:
 //  - up to kFp4RegisterRows activation rows (decode), where the ISA has Fp4Widen<V>::widen: each
 //    32-element block of the tile's 4 weight rows is widened in registers (a 16-entry table of the
-//    block's scaled values, looked up per nibble) and multiplied at once;
+//    block's scaled values, looked up per nibble) and multiplied at once, in passes of at most
+//    kFp4PassRows rows (the later passes read the tile's packed rows from L1);
 //  - more rows: for each tile of 4 weight rows and pass of activation rows, the 4 rows become bf16
 //    (where the ISA has Fp4Widen<V>::to_bf16) or f32 in a per-thread scratch, and the bf16
 //    kernels' dot tiles (dot_rows over BF16 or F32 rows, which widen bf16 to f32 exactly for f32
@@ -81,8 +82,11 @@ struct Fp4Widen {
   }
 };
 
-// Activation rows up to which the weights are widened in registers (where the ISA can).
-constexpr int64_t kFp4RegisterRows = 4;
+// Activation rows up to which the weights are widened in registers (where the ISA can), and the
+// rows of one pass (4 x kFp4PassRows accumulators). Passes over the same 4 rows widen them again,
+// which costs less than widening them into a scratch and reading it back (5-8 rows: 1.4-1.9x).
+constexpr int64_t kFp4RegisterRows = 16;
+constexpr int64_t kFp4PassRows = 4;
 // How far ahead of the arithmetic each packed weight stream is prefetched.
 constexpr int64_t kFp4PrefetchBytes = 512;
 
@@ -152,12 +156,18 @@ void fp4_dot_rows(const XE* const* x, int64_t m, const LinearWeight* const (&w)[
     if (m <= kFp4RegisterRows) {
       const uint8_t* const p[4] = {packed(0), packed(1), packed(2), packed(3)};
       const uint8_t* const s[4] = {scales(0), scales(1), scales(2), scales(3)};
-      switch (m) {
-        case 1: return fp4_register_tile<V, 1, XE>(x, p, s, n, out);
-        case 2: return fp4_register_tile<V, 2, XE>(x, p, s, n, out);
-        case 3: return fp4_register_tile<V, 3, XE>(x, p, s, n, out);
-        default: return fp4_register_tile<V, 4, XE>(x, p, s, n, out);
+      const int64_t passes = (m + kFp4PassRows - 1) / kFp4PassRows;
+      for (int64_t r = 0, left = passes; r < m; --left) {
+        const int64_t mr = (m - r + left - 1) / left;  // as even as the passes can be: 5 = 3 + 2
+        switch (mr) {
+          case 1: fp4_register_tile<V, 1, XE>(x + r, p, s, n, out + r * 4); break;
+          case 2: fp4_register_tile<V, 2, XE>(x + r, p, s, n, out + r * 4); break;
+          case 3: fp4_register_tile<V, 3, XE>(x + r, p, s, n, out + r * 4); break;
+          default: fp4_register_tile<V, 4, XE>(x + r, p, s, n, out + r * 4); break;
+        }
+        r += mr;
       }
+      return;
     }
   }
   if constexpr (requires { &Fp4Widen<V>::to_bf16; }) {  // half the bytes of f32 rows to stream per tile
@@ -210,9 +220,10 @@ void fp4_swiglu_block(const XE* const* x, int64_t m, const LinearWeight& gate, c
                       int64_t o_begin, int64_t o_end, float* y, int64_t ldy) {
   check_fp4(gate);
   check_fp4(up);
-  const int64_t half = (o_end - o_begin + 1) / 2;
+  const int64_t half = (o_end - o_begin + 1) / 2, width = o_end - o_begin;
   const LinearWeight* const ws[4] = {&gate, &gate, &up, &up};
   float out[kRowsPerPass * 4];
+  float* ups = swiglu_ups(std::min(m, kRowsPerPass), width);
   for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
     const int64_t mr = std::min(kRowsPerPass, m - r0);
     for (int64_t t = 0; t < half; ++t) {
@@ -223,10 +234,11 @@ void fp4_swiglu_block(const XE* const* x, int64_t m, const LinearWeight& gate, c
       for (int64_t i = 0; i < mr; ++i)
         for (int j = 0; j < 2; ++j) {
           if (o[j] >= o_end) continue;
-          const float g = out[i * 4 + j], u = out[i * 4 + 2 + j];
-          y[(r0 + i) * ldy + (o[j] - o_begin)] = g / (1.0f + std::exp(-g)) * u;
+          y[(r0 + i) * ldy + (o[j] - o_begin)] = out[i * 4 + j];
+          ups[i * width + (o[j] - o_begin)] = out[i * 4 + 2 + j];
         }
     }
+    for (int64_t i = 0; i < mr; ++i) silu_mul_n<V>(y + (r0 + i) * ldy, ups + i * width, width, y + (r0 + i) * ldy);
   }
 }
 
