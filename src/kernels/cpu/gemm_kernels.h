@@ -23,6 +23,7 @@
 #include "core/check.h"
 #include "core/dtype.h"
 #include "kernels/cpu/row_tiles.h"
+#include "kernels/cpu/vexp.h"
 #include "kernels/ops.h"
 
 namespace deepinfer::cpu {
@@ -241,14 +242,23 @@ void linear_block_t(const XE* const* x, int64_t m, const LinearWeight& w, int64_
   }
 }
 
+// The up projections of a pass of swiglu rows, [rows, o_end - o_begin], until the pass's gates
+// are all in y (a per-thread buffer).
+inline float* swiglu_ups(int64_t rows, int64_t width) {
+  thread_local AlignedVector<float> ups;
+  if (ups.size() < size_t(rows * width)) ups.resize(size_t(rows * width));
+  return ups.data();
+}
+
 template <class V, DType T, class XE>
 void swiglu_block_t(const XE* const* x, int64_t m, const LinearWeight& gate, const LinearWeight& up,
                     int64_t o_begin, int64_t o_end, float* y, int64_t ldy) {
   using R = WeightReader<V, T>;
   const int64_t seg = R::kScaled ? gate.block_cols : gate.n_in;
   // Tile t takes outputs o_begin + t and o_begin + t + half: two long streams in each matrix.
-  const int64_t half = (o_end - o_begin + 1) / 2;
+  const int64_t half = (o_end - o_begin + 1) / 2, width = o_end - o_begin;
   float out[kRowsPerPass * 4];
+  float* ups = swiglu_ups(std::min(m, kRowsPerPass), width);
   for (int64_t r0 = 0; r0 < m; r0 += kRowsPerPass) {
     const int64_t mr = std::min(kRowsPerPass, m - r0);
     const auto xr = pass_rows<V, T>(x + r0, mr, gate.n_in);
@@ -261,10 +271,11 @@ void swiglu_block_t(const XE* const* x, int64_t m, const LinearWeight& gate, con
       for (int64_t i = 0; i < mr; ++i)
         for (int j = 0; j < 2; ++j) {
           if (o[j] >= o_end) continue;
-          const float g = out[i * 4 + j], u = out[i * 4 + 2 + j];
-          y[(r0 + i) * ldy + (o[j] - o_begin)] = g / (1.0f + std::exp(-g)) * u;
+          y[(r0 + i) * ldy + (o[j] - o_begin)] = out[i * 4 + j];
+          ups[i * width + (o[j] - o_begin)] = out[i * 4 + 2 + j];
         }
     }
+    for (int64_t i = 0; i < mr; ++i) silu_mul_n<V>(y + (r0 + i) * ldy, ups + i * width, width, y + (r0 + i) * ldy);
   }
 }
 

@@ -408,8 +408,8 @@ inline void linear_block_packed(const uint16_t* packed, int64_t m, const LinearW
 
 // swiglu_block_packed (kernel_table.h; o_begin a multiple of 16): output tiles g and g + half
 // (streams walking the two halves of the block in gate and in up, as linear_block_packed's quarters),
-// each gate tile with the up tile of the same outputs; y = silu(g) * u = g / (1 + e^-g) * u, 16
-// outputs at a time (vexp.h's e^x, also for a tile's last few).
+// each gate tile with the up tile of the same outputs; y = silu(g) * u (vexp.h's silu_mul_n, 16
+// outputs at a time).
 inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearWeight& gate, const LinearWeight& up,
                                 int64_t o_begin, int64_t o_end, float* y, int64_t ldy) {
   const int64_t n_tiles = (o_end - o_begin + kTile - 1) / kTile, half = (n_tiles + 1) / 2;
@@ -427,10 +427,7 @@ inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearW
         run_group<NT>(packed, m, tiles, [&](int64_t r, const float* out) {
           for (int n = 0; n < NT / 2; ++n) {
             const int64_t o = tiles[n].t * kTile - o_begin, n_valid = std::min<int64_t>(kTile, o_end - o_begin - o);
-            const __m512 g = _mm512_load_ps(out + n * kTile), u = _mm512_load_ps(out + (NT / 2 + n) * kTile);
-            const __m512 e = vexp<Avx512Bf16>(_mm512_sub_ps(_mm512_setzero_ps(), g));
-            const __m512 v = _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), e)), u);
-            _mm512_mask_storeu_ps(y + r * ldy + o, __mmask16(n_valid == kTile ? 0xffffu : (1u << n_valid) - 1u), v);
+            silu_mul_n<Avx512Bf16>(out + n * kTile, out + (NT / 2 + n) * kTile, n_valid, y + r * ldy + o);
           }
         });
       }

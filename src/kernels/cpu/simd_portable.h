@@ -36,6 +36,7 @@ struct Portable {
   static F pin(F v) { return v; }
   static F add(F a, F b) { return lanes(a, b, [](float x, float y) { return x + y; }); }
   static F mul(F a, F b) { return lanes(a, b, [](float x, float y) { return x * y; }); }
+  static F div(F a, F b) { return lanes(a, b, [](float x, float y) { return x / y; }); }
   static F fma(F a, F b, F c) {
     for (int i = 0; i < kW; ++i) c.v[i] = std::fma(a.v[i], b.v[i], c.v[i]);
     return c;

@@ -1,5 +1,5 @@
-// e^x over a SIMD traits type V (simd_*.h), shared by the attention's softmax and the pair tiles'
-// SwiGLU epilogue.
+// e^x over a SIMD traits type V (simd_*.h), shared by the attention's softmax and the SwiGLU
+// kernels' epilogue (silu_mul_n).
 #pragma once
 
 namespace deepinfer::cpu {
@@ -21,6 +21,22 @@ typename V::F vexp(typename V::F x) {
   p = V::fma(p, r, V::bcast(5.0000001201e-1f));
   p = V::fma(p, V::mul(r, r), V::add(r, V::bcast(1.0f)));
   return V::scale_pow2(p, n);
+}
+
+// y[i] = silu(g[i]) * u[i] = g / (1 + e^-g) * u for i < n, V::kW outputs at a time with vexp.h's
+// e^x (the last few lane-masked): each output's operations depend only on its g and u. g may be y.
+template <class V>
+void silu_mul_n(const float* g, const float* u, int64_t n, float* y) {
+  using F = typename V::F;
+  const auto at = [&](int64_t i, int k) {
+    const F gv = k == V::kW ? V::load(g + i) : V::load_n(g + i, k);
+    const F uv = k == V::kW ? V::load(u + i) : V::load_n(u + i, k);
+    const F e = vexp<V>(V::mul(gv, V::bcast(-1.0f)));
+    return V::mul(V::div(gv, V::add(V::bcast(1.0f), e)), uv);
+  };
+  int64_t i = 0;
+  for (; i + V::kW <= n; i += V::kW) V::store(y + i, at(i, V::kW));
+  if (i < n) V::store_n(y + i, at(i, int(n - i)), int(n - i));
 }
 
 }  // namespace
