@@ -208,6 +208,22 @@ struct SiluMulParams {
   int64_t n = 0;
 };
 
+// Attention with sinks over one shared K=V head (DeepSeek-V4's sliding window plus compressed
+// entries, also V4.1's and the MTP block's): for each query head h,
+//   out_h = sum_t e^(s_t) k_t / (sum_t e^(s_t) + e^(sink_h)),  s_t = q_h . k_t * scale,
+// over the keys the caller gathered. Per head, its output depends only on its query, the keys, its
+// sink and the scale (not on the threads, nor on whether the call runs inside a parallel region).
+struct SinkAttentionParams {
+  const float* q = nullptr;     // [n_heads, dim]
+  const float* keys = nullptr;  // [n_keys, dim], also the values
+  const float* sink = nullptr;  // [n_heads]
+  float* out = nullptr;         // [n_heads, dim]
+  int n_heads = 0;
+  int dim = 0;
+  int n_keys = 0;               // >= 1
+  float scale = 1.0f;
+};
+
 // y[r, i] = silu(x[r] . gate[i]) * (x[r] . up[i]) for i < gate->n_out: the input half of a
 // SwiGLU MLP in one pass over x, without the [m, 2 * inter] intermediate.
 struct SwigluParams {
@@ -264,6 +280,7 @@ class Backend {
   virtual void mla_project_value(const MlaProjectValueParams& p) = 0;
   virtual void mla_attention(const MlaAttentionParams& p) = 0;
   virtual void mla_expanded_attention(const MlaExpandedAttentionParams& p) = 0;
+  virtual void sink_attention(const SinkAttentionParams& p) = 0;
   virtual void silu_mul(const SiluMulParams& p) = 0;
   virtual void swiglu(const SwigluParams& p) = 0;
   virtual void moe(const MoeParams& p) = 0;

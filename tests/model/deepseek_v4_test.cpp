@@ -18,7 +18,6 @@
 #include "model/deepseek_v4/sqrtsoftplus_router.h"
 #include "model/deepseek_v4/hyper_connection.h"
 #include "model/deepseek_v4/indexer.h"
-#include "model/deepseek_v4/sink_attention.h"
 #include "model/deepseek_v4/model.h"
 #include "model/loader.h"
 #include "safetensors_writer.h"
@@ -398,17 +397,6 @@ TEST(Indexer, TopKOfWeightedReluScores) {
   ASSERT_EQ(indexer_select(cpu_backend(), w, q, head_weight, keys, 2, selected, dots, scores), 2);
   EXPECT_EQ(selected[0], 0);
   EXPECT_EQ(selected[1], 1);
-}
-
-// Attention with a sink, by its formula: out = sum_t e^{s_t} k_t / (sum_t e^{s_t} + e^{sink}).
-TEST(SinkAttention, SinkJoinsTheDenominatorOnly) {
-  const float q[2] = {1.0f, 0.0f}, keys[4] = {0.0f, 1.0f, 2.0f, 3.0f}, sink[1] = {0.5f};
-  float out[2];
-  std::vector<float> scores;
-  sink_attention(cpu_backend(), q, 1, 2, keys, 2, sink, 1.0f, out, scores);
-  const float e0 = std::exp(0.0f), e1 = std::exp(2.0f), es = std::exp(0.5f);
-  EXPECT_NEAR(out[0], (e0 * 0 + e1 * 2) / (e0 + e1 + es), 1e-6f);
-  EXPECT_NEAR(out[1], (e0 * 1 + e1 * 3) / (e0 + e1 + es), 1e-6f);
 }
 
 }  // namespace

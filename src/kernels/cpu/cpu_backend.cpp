@@ -4,6 +4,7 @@
 #include "kernels/cpu/mla_expanded_attention.h"
 #include "kernels/cpu/moe.h"
 #include "kernels/cpu/norm_rope.h"
+#include "kernels/cpu/sink_attention.h"
 
 namespace deepinfer {
 namespace {
@@ -19,6 +20,7 @@ class CpuBackend final : public Backend {
   void mla_project_value(const MlaProjectValueParams& p) override { cpu::mla_project_value(p); }
   void mla_attention(const MlaAttentionParams& p) override { cpu::mla_attention(p); }
   void mla_expanded_attention(const MlaExpandedAttentionParams& p) override { cpu::mla_expanded_attention(p); }
+  void sink_attention(const SinkAttentionParams& p) override { cpu::sink_attention(p); }
   void silu_mul(const SiluMulParams& p) override { cpu::silu_mul(p); }
   void swiglu(const SwigluParams& p) override { cpu::swiglu(p); }
   void moe(const MoeParams& p) override { cpu::moe(p); }

@@ -52,6 +52,9 @@ struct KernelTable {
   // Expanded attention of a sequence's rows over one chunk of its positions (see ExpandedChunk):
   // packs the chunk's keys and values, then updates every row's state (on the OpenMP threads).
   void (*mla_expanded_attend_chunk)(const ExpandedChunk& chunk);
+  // s[t] = e^(s[t] * scale - mx) / (e^(sink - mx) + sum_u e^(s[u] * scale - mx)) for t < n, where
+  // mx = max(sink, max_t s[t] * scale): a sink attention head's weights (SinkAttentionParams).
+  void (*sink_softmax)(float* s, int64_t n, float sink, float scale);
   // Packed blocks, on levels that pack a call's bf16 activation rows once for all its blocks
   // (nullptr / false elsewhere): amx runs bf16, fp8 (block_cols a multiple of 32, block_rows of 16)
   // and FP4 weights on tiles, every m alike (simd_amx.h; o_begin a multiple of 16); avx512bf16 runs

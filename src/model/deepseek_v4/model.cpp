@@ -9,7 +9,6 @@
 #include "model/deepseek_v4/attention_projections.h"
 #include "model/deepseek_v4/indexer.h"
 #include "model/deepseek_v4/mtp_block.h"
-#include "model/deepseek_v4/sink_attention.h"
 #include "model/scratch.h"
 
 namespace deepinfer {
@@ -17,7 +16,7 @@ namespace {
 
 // Per-thread buffers of one row's attention.
 struct RowScratch {
-  std::vector<float> keys, scores, index_dots, index_scores, token_kv, token_score, entry;
+  std::vector<float> keys, index_dots, index_scores, token_kv, token_score, entry;
   std::vector<int32_t> selected;
 };
 
@@ -339,8 +338,7 @@ void DeepseekV4Model::attention(int layer, const ForwardBatch& b, const KvCacheV
       load_latent(e, slot.entry, 0, keys + (n_window + i) * hd, int(hd - rd));
       load_rope(e, slot.entry, keys + (n_window + i) * hd + hd - rd);
     }
-    sink_attention(backend_, q + r * H * hd, int(H), int(hd), keys, n_window + n_selected, a.sink.data(), scale,
-                   o + r * H * hd, rs.scores);
+    backend_.sink_attention({q + r * H * hd, keys, a.sink.data(), o + r * H * hd, int(H), int(hd), n_window + n_selected, scale});
   }
   float* og = sized(s_.og, size_t(n * c.o_groups * c.o_lora_rank));
   v4_attention_output(backend_, c, a, o, n, pos, inv_freq, og, s_.neg_positions, out);

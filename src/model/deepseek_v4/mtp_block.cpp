@@ -9,7 +9,6 @@
 #include "model/deepseek_v4/attention_projections.h"
 #include "model/deepseek_v4/cache_slots.h"
 #include "model/deepseek_v4/hyper_connection.h"
-#include "model/deepseek_v4/sink_attention.h"
 
 namespace deepinfer {
 namespace {
@@ -180,8 +179,7 @@ void V4MtpBlock::draft(std::span<const DraftQuery> queries, const V4CacheSlots& 
       const int n_inflight = n_keys - n_cached;
       std::copy_n(inflight + (size_t(i) * size_t(max_drafts) + size_t(j + 1 - n_inflight)) * size_t(hd),
                   size_t(n_inflight) * size_t(hd), keys + size_t(n_cached) * size_t(hd));
-      sink_attention(*backend_, q + r * H * hd, int(H), int(hd), keys, n_keys, a.sink.data(), scale, o + r * H * hd,
-                     scores_);
+      backend_->sink_attention({q + r * H * hd, keys, a.sink.data(), o + r * H * hd, int(H), int(hd), n_keys, scale});
     }
     float* og = sized(og_, size_t(n * c.o_groups * c.o_lora_rank));
     v4_attention_output(*backend_, c, a, o, n, positions_.data(), inv_freq_.data(), og, neg_positions_, out_.data());
@@ -212,8 +210,8 @@ void V4MtpBlock::attention(const float* xn, int64_t n, float* out) {
   const float scale = float(1.0 / std::sqrt(double(hd)));
   for (int64_t r = 0; r < n; ++r) {
     const int64_t first = std::max<int64_t>(0, r - c.sliding_window + 1);
-    sink_attention(*backend_, q + r * H * hd, int(H), int(hd), kv + first * hd, int(r - first + 1), a.sink.data(),
-                   scale, o + r * H * hd, scores_);
+    backend_->sink_attention(
+        {q + r * H * hd, kv + first * hd, a.sink.data(), o + r * H * hd, int(H), int(hd), int(r - first + 1), scale});
   }
   float* og = sized(og_, size_t(n * c.o_groups * c.o_lora_rank));
   v4_attention_output(*backend_, c, a, o, n, pos, inv_freq_.data(), og, neg_positions_, out);

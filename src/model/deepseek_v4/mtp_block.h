@@ -62,7 +62,7 @@ class V4MtpBlock {
   HyperConnectionDims hc_;
   std::vector<float> inv_freq_;  // [qk_rope_head_dim / 2] rope_theta, no YaRN
   std::vector<int32_t> positions_;
-  std::vector<float> x_, y_, xn_, out_, post_, comb_, mixes_, qr_, q_, kv_, o_, og_, scores_, gate_logits_,
+  std::vector<float> x_, y_, xn_, out_, post_, comb_, mixes_, qr_, q_, kv_, o_, og_, gate_logits_,
       expert_weights_;
   std::vector<int32_t> expert_ids_, neg_positions_, head_rows_;
   std::vector<float> h_, keys_, draft_kv_, draft_logits_;  // draft(): streams, keys, in-flight K=V

@@ -7,7 +7,6 @@
 
 #include "core/check.h"
 #include "model/deepseek_v4/indexer.h"
-#include "model/deepseek_v4/sink_attention.h"
 #include "model/deepseek_v41/model.h"
 #include "model/scratch.h"
 
@@ -208,8 +207,7 @@ void DeepseekV41Model::attention(int layer, const ForwardBatch& b, const KvCache
       DI_CHECK(source >= 0 && g < (p + 1) / ratio);
       v41_kv_load(layout_.entry_format, layout_.compressed_entry(kv, s, source, g), int(hd), keys + (n_window + j) * hd);
     }
-    sink_attention(backend_, q + i * H * hd, int(H), int(hd), keys, n_window + n_selected, a.sink.data(), scale,
-                   o + i * H * hd, rs.scores);
+    backend_.sink_attention({q + i * H * hd, keys, a.sink.data(), o + i * H * hd, int(H), int(hd), n_window + n_selected, scale});
   }
   int32_t* neg = sized(s_.neg_positions, size_t(n));
   for (int64_t i = 0; i < n; ++i) neg[i] = -pos[i];

@@ -1,0 +1,138 @@
+// Sink attention (cpu::sink_attention: linear scores, KernelTable::sink_softmax, outer_block value
+// sums) on every ISA this CPU runs: against a double-precision evaluation of its formula, the sink in
+// the denominator only, scores far outside e^x's range, and each head's bits independent of the
+// other heads, of the threads and of being called inside a parallel region.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernel_test_util.h"
+#include "kernels/cpu/sink_attention.h"
+
+namespace deepinfer::test {
+namespace {
+
+struct Case {
+  int heads, dim, keys;
+};
+
+// The formula in double: out_h = sum_t e^(s_t - mx) k_t / (sum_t e^(s_t - mx) + e^(sink_h - mx)).
+// scale_out[h * dim + i] = sum_t w_t |k_t[i]|, the size the error is measured against.
+std::vector<double> reference(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& sink,
+                              const Case& c, float scale, std::vector<double>& scale_out) {
+  std::vector<double> out(size_t(c.heads * c.dim), 0.0);
+  scale_out.assign(out.size(), 0.0);
+  for (int h = 0; h < c.heads; ++h) {
+    std::vector<double> s(size_t(c.keys));
+    double mx = sink[size_t(h)];
+    for (int t = 0; t < c.keys; ++t) {
+      double dot = 0;
+      for (int i = 0; i < c.dim; ++i) dot += double(q[size_t(h * c.dim + i)]) * double(k[size_t(t * c.dim + i)]);
+      s[size_t(t)] = dot * double(scale);
+      mx = std::max(mx, s[size_t(t)]);
+    }
+    double sum = std::exp(double(sink[size_t(h)]) - mx);
+    for (double& v : s) sum += (v = std::exp(v - mx));
+    for (int t = 0; t < c.keys; ++t)
+      for (int i = 0; i < c.dim; ++i) {
+        const double w = s[size_t(t)] / sum, kv = k[size_t(t * c.dim + i)];
+        out[size_t(h * c.dim + i)] += w * kv;
+        scale_out[size_t(h * c.dim + i)] += w * std::fabs(kv);
+      }
+  }
+  return out;
+}
+
+std::vector<float> attend(const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& sink,
+                          const Case& c, float scale) {
+  std::vector<float> out(size_t(c.heads * c.dim), -1.0f);
+  cpu::sink_attention({q.data(), k.data(), sink.data(), out.data(), c.heads, c.dim, c.keys, scale});
+  return out;
+}
+
+class SinkAttention : public ::testing::TestWithParam<cpu::Isa> {
+ protected:
+  void SetUp() override {
+    if (!cpu::cpu_runs(GetParam())) GTEST_SKIP() << "ISA not on this CPU";
+  }
+  IsaScope scope{cpu::cpu_runs(GetParam()) ? GetParam() : cpu::active_isa()};
+};
+
+// Shapes: a one-lane tail, heads not a multiple of the value tiles' 4, dims with a partial column
+// block and a partial vector, one key, and DeepSeek-V4's 64 heads of 512 over a window plus entries.
+TEST_P(SinkAttention, MatchesTheFormulaInDouble) {
+  for (const Case& c : {Case{1, 2, 2}, Case{3, 70, 17}, Case{5, 130, 1}, Case{6, 64, 33}, Case{64, 512, 300}}) {
+    const std::vector<float> q = random_floats(size_t(c.heads * c.dim), 1), k = random_floats(size_t(c.keys * c.dim), 2);
+    const std::vector<float> sink = random_floats(size_t(c.heads), 3, 2.0f);
+    const float scale = 1.0f / std::sqrt(float(c.dim));
+    std::vector<double> size;
+    const std::vector<double> want = reference(q, k, sink, c, scale, size);
+    const std::vector<float> got = attend(q, k, sink, c, scale);
+    for (size_t i = 0; i < got.size(); ++i)
+      ASSERT_NEAR(got[i], want[i], 2e-6 * size[i] + 1e-30) << c.heads << "x" << c.dim << " over " << c.keys << " keys, element " << i;
+  }
+}
+
+// One query (1, 0), keys (0, 1) and (2, 3), sink 0.5: out = (e^0 k_0 + e^2 k_1) / (e^0 + e^2 + e^0.5).
+TEST_P(SinkAttention, SinkJoinsTheDenominatorOnly) {
+  const std::vector<float> q = {1.0f, 0.0f}, keys = {0.0f, 1.0f, 2.0f, 3.0f}, sink = {0.5f};
+  const std::vector<float> out = attend(q, keys, sink, Case{1, 2, 2}, 1.0f);
+  const double e0 = 1.0, e1 = std::exp(2.0), es = std::exp(0.5);
+  EXPECT_NEAR(out[0], (e0 * 0 + e1 * 2) / (e0 + e1 + es), 1e-6);
+  EXPECT_NEAR(out[1], (e0 * 1 + e1 * 3) / (e0 + e1 + es), 1e-6);
+}
+
+// Scores of +-1000 (e^x overflows and underflows far outside them) and a sink far above them: the
+// maximum is subtracted first, so the weights stay finite and the dominant terms win.
+TEST_P(SinkAttention, ScoresFarOutsideTheExponentialsRange) {
+  const Case c{2, 16, 20};
+  std::vector<float> q(size_t(c.heads * c.dim), 0.0f), k(size_t(c.keys * c.dim), 0.0f);
+  q[0] = 1000.0f;                  // head 0: scores 1000 * k_t[0]
+  q[size_t(c.dim)] = 1.0f;         // head 1: scores k_t[0], under a sink of 5000
+  for (int t = 0; t < c.keys; ++t) {
+    k[size_t(t * c.dim)] = t == 7 ? 1.0f : -1.0f;
+    k[size_t(t * c.dim + 1)] = float(t);
+  }
+  const std::vector<float> out = attend(q, k, {0.0f, 5000.0f}, c, 1.0f);
+  EXPECT_FLOAT_EQ(out[0], 1.0f);  // all weight on key 7
+  EXPECT_FLOAT_EQ(out[1], 7.0f);
+  EXPECT_NEAR(out[size_t(c.dim)], 0.0f, 1e-30f);  // all weight on the sink (vexp floors e^x near 1e-38)
+  EXPECT_NEAR(out[size_t(c.dim) + 1], 0.0f, 1e-30f);
+}
+
+// Each head's bits: the same with the other heads, alone, on one or two threads, and when the call
+// runs inside a parallel region (as the models call it, one row per thread).
+TEST_P(SinkAttention, EachHeadIsBitwiseTheSameHoweverItIsRun) {
+  const Case c{9, 200, 77};
+  const std::vector<float> q = random_floats(size_t(c.heads * c.dim), 4), k = random_floats(size_t(c.keys * c.dim), 5);
+  const std::vector<float> sink = random_floats(size_t(c.heads), 6);
+  const float scale = 0.07f;
+  std::vector<float> all;
+  {
+    ThreadScope t(2);
+    all = attend(q, k, sink, c, scale);
+  }
+  ThreadScope t(1);
+  for (int h = 0; h < c.heads; ++h) {
+    const std::vector<float> qh(q.begin() + h * c.dim, q.begin() + (h + 1) * c.dim);
+    const std::vector<float> alone = attend(qh, k, {sink[size_t(h)]}, Case{1, c.dim, c.keys}, scale);
+    ASSERT_EQ(std::memcmp(alone.data(), all.data() + h * c.dim, size_t(c.dim) * 4), 0) << "head " << h;
+  }
+  std::vector<std::vector<float>> nested(4);
+  {
+    ThreadScope two(2);
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < 4; ++i) nested[size_t(i)] = attend(q, k, sink, c, scale);
+  }
+  for (const std::vector<float>& n : nested) ASSERT_EQ(std::memcmp(n.data(), all.data(), all.size() * 4), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Isas, SinkAttention, ::testing::ValuesIn(kAllIsas),
+                         [](const auto& info) { return isa_test_name(info.param); });
+
+}  // namespace
+}  // namespace deepinfer::test
