@@ -84,7 +84,8 @@ struct Fp4Widen {
 
 // Activation rows up to which the weights are widened in registers (where the ISA can), and the
 // rows of one pass (4 x kFp4PassRows accumulators). Passes over the same 4 rows widen them again,
-// which costs less than widening them into a scratch and reading it back (5-8 rows: 1.4-1.9x).
+// which costs less than widening them into a scratch and reading it back when the weights come from
+// memory (one thread: 5-8 rows 1.4-1.6x, 9-16 rows 1.1-1.4x); in cache the scratch wins at 12-16.
 constexpr int64_t kFp4RegisterRows = 16;
 constexpr int64_t kFp4PassRows = 4;
 // How far ahead of the arithmetic each packed weight stream is prefetched.

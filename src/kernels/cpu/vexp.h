@@ -1,5 +1,5 @@
-// e^x over a SIMD traits type V (simd_*.h), shared by the attention's softmax and the SwiGLU
-// kernels' epilogue (silu_mul_n).
+// e^x over a SIMD traits type V (simd_*.h), shared by the attentions' softmax (MLA's, and
+// sink_softmax.h's) and the SwiGLU kernels' epilogue (silu_mul_n).
 #pragma once
 
 namespace deepinfer::cpu {
@@ -23,8 +23,8 @@ typename V::F vexp(typename V::F x) {
   return V::scale_pow2(p, n);
 }
 
-// y[i] = silu(g[i]) * u[i] = g / (1 + e^-g) * u for i < n, V::kW outputs at a time with vexp.h's
-// e^x (the last few lane-masked): each output's operations depend only on its g and u. g may be y.
+// y[i] = silu(g[i]) * u[i] = g / (1 + e^-g) * u for i < n, V::kW outputs at a time with vexp's e^x
+// (the last few lane-masked): each output's operations depend only on its g and u. g may be y.
 template <class V>
 void silu_mul_n(const float* g, const float* u, int64_t n, float* y) {
   using F = typename V::F;
