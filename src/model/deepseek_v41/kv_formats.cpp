@@ -23,7 +23,10 @@ uint8_t e2m1_code(float v) {
   return uint8_t(best | (std::signbit(v) && best != 0 ? 8 : 0));
 }
 
-float e2m1_value(uint8_t code) { return (code & 8) ? -kE2M1[code & 7] : kE2M1[code & 7]; }
+// e2m1 code c's value, bit 3 the sign.
+constexpr float kE2M1Signed[16] = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
+                                   -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+float e2m1_value(uint8_t code) { return kE2M1Signed[code & 15]; }
 
 // Exponent k with 2^k = 2^ceil(log2(t)), t > 0 finite.
 int ceil_log2(float t) {
@@ -101,11 +104,15 @@ void v41_kv_load(V41KvFormat f, const uint8_t* src, int n, float* x) {
   }
   const int B = kV41KvBlock[int(f)];
   const uint8_t* scales = src + (f == V41KvFormat::kFp8Block32 ? size_t(n) : size_t(n / 2));
-  for (int j = 0; j < n; ++j) {
-    const uint8_t sb = scales[j / B];
+  for (int j0 = 0; j0 < n; j0 += B) {  // each block's scale decoded once (ue8m0_to_f32 is an ldexp)
+    const uint8_t sb = scales[j0 / B];
     const float s = f == V41KvFormat::kFp4E4m3Block16 ? fp8_e4m3_to_f32(sb) : ue8m0_to_f32(sb);
-    const float v = f == V41KvFormat::kFp8Block32 ? fp8_e4m3_to_f32(src[j]) : e2m1_value(uint8_t((src[j / 2] >> (j % 2 ? 4 : 0)) & 15));
-    x[j] = v * s;
+    const int j1 = std::min(n, j0 + B);
+    if (f == V41KvFormat::kFp8Block32) {
+      for (int j = j0; j < j1; ++j) x[j] = fp8_e4m3_to_f32(src[j]) * s;
+    } else {
+      for (int j = j0; j < j1; ++j) x[j] = e2m1_value(uint8_t((src[j / 2] >> (j % 2 ? 4 : 0)) & 15)) * s;
+    }
   }
 }
 
