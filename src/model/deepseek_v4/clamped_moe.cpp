@@ -1,5 +1,7 @@
 #include "model/deepseek_v4/clamped_moe.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -9,6 +11,12 @@ namespace deepinfer {
 namespace {
 
 float silu(float x) { return x / (1.0f + std::exp(-x)); }
+
+// A thread's buffers for the experts it runs when they run in parallel.
+ClampedMoeScratch& expert_scratch() {
+  thread_local ClampedMoeScratch s;
+  return s;
+}
 
 }  // namespace
 
@@ -35,22 +43,47 @@ void clamped_moe(Backend& backend, const std::vector<ExpertWeights>& experts, co
                  const float* weights, float* y, ClampedMoeScratch& s, float shared_limit) {
   if (n == 0) return;
   const int n_experts = int(experts.size());
+  // The (row, j) pairs of each expert e, in increasing order: rows[starts[e], starts[e + 1]).
+  s.starts.assign(size_t(n_experts) + 1, 0);
+  for (int64_t i = 0; i < n * top_k; ++i) {
+    DI_CHECK(ids[i] >= 0 && ids[i] < n_experts);
+    ++s.starts[size_t(ids[i]) + 1];
+  }
+  for (int e = 0; e < n_experts; ++e) s.starts[size_t(e) + 1] += s.starts[size_t(e)];
+  s.rows.resize(size_t(n * top_k));
+  s.active.clear();
+  for (int e = 0; e < n_experts; ++e)
+    if (s.starts[size_t(e) + 1] > s.starts[size_t(e)]) s.active.push_back(e);
+  {
+    std::vector<int32_t>& next = s.cursor;
+    next.assign(s.starts.begin(), s.starts.end() - 1);
+    for (int64_t i = 0; i < n * top_k; ++i) s.rows[size_t(next[size_t(ids[i])]++)] = int32_t(i);
+  }
   // acc[r, j]: row r's j-th expert output, summed below in increasing expert id.
   s.acc.resize(size_t(n * top_k * hidden));
-  for (int e = 0; e < n_experts; ++e) {
-    s.rows.clear();
-    for (int64_t i = 0; i < n * top_k; ++i) {
-      DI_CHECK(ids[i] >= 0 && ids[i] < n_experts);
-      if (ids[i] == e) s.rows.push_back(int32_t(i));
-    }
-    if (s.rows.empty()) continue;
-    const int64_t m = int64_t(s.rows.size());
-    s.x.resize(size_t(m * hidden));
-    s.out.resize(size_t(m * hidden));
-    for (int64_t i = 0; i < m; ++i) std::copy_n(x + (s.rows[size_t(i)] / top_k) * hidden, hidden, s.x.data() + i * hidden);
-    clamped_expert_mlp(backend, experts[size_t(e)], s.x.data(), m, hidden, swiglu_limit, s.out.data(), s);
-    for (int64_t i = 0; i < m; ++i)
-      std::copy_n(s.out.data() + i * hidden, hidden, s.acc.data() + size_t(s.rows[size_t(i)]) * size_t(hidden));
+  const int32_t* rows = s.rows.data();
+  const int32_t* starts = s.starts.data();
+  float* acc = s.acc.data();
+  const auto run = [&](int e, ClampedMoeScratch& es) {
+    const int64_t m = starts[e + 1] - starts[e];
+    const int32_t* er = rows + starts[e];
+    es.x.resize(size_t(m * hidden));
+    es.out.resize(size_t(m * hidden));
+    for (int64_t i = 0; i < m; ++i) std::copy_n(x + (er[i] / top_k) * hidden, hidden, es.x.data() + i * hidden);
+    clamped_expert_mlp(backend, experts[size_t(e)], es.x.data(), m, hidden, swiglu_limit, es.out.data(), es);
+    for (int64_t i = 0; i < m; ++i) std::copy_n(es.out.data() + i * hidden, hidden, acc + size_t(er[i]) * size_t(hidden));
+  };
+  // With at least two active experts per thread, each thread runs whole experts (one parallel
+  // region, each expert's linears on one thread) instead of splitting every linear of every expert
+  // across the threads (three parallel regions per expert, each ending when its slower half does).
+  // An expert's result is the same either way: the kernels' bits do not depend on the threads.
+  const int n_active = int(s.active.size());
+  if (!omp_in_parallel() && omp_get_max_threads() > 1 && n_active >= 2 * omp_get_max_threads()) {
+    const int* active = s.active.data();
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int a = 0; a < n_active; ++a) run(active[a], expert_scratch());
+  } else {
+    for (int a = 0; a < n_active; ++a) run(s.active[size_t(a)], s);
   }
   for (int64_t r = 0; r < n; ++r) {
     int order[64];

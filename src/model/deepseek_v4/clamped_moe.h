@@ -2,8 +2,9 @@
 // above and the up projection clamped both ways at swiglu_limit, plus the shared expert
 // unclamped (as DeepSeek's inference/model.py; V4.1 clamps it too: shared_limit):
 //   y = sum_j weight_j * w2(silu(min(w1 x, L)) * clamp(w3 x, -L, L)) + shared(x)
-// Rows are grouped by expert (each expert's weights stream once per call); each row sums its
-// experts in increasing id, so its result does not depend on its batch neighbours.
+// Rows are grouped by expert (each expert's weights stream once per call); with at least two
+// experts with rows per thread, each thread runs whole experts. Each row sums its experts in
+// increasing id, so its result does not depend on its batch neighbours nor on the threads.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +24,8 @@ struct ExpertWeights {  // gate w1, up w3, down w2
 
 struct ClampedMoeScratch {
   AlignedVector<float> x, gate, up, out, acc, packed, ones;
-  std::vector<int32_t> rows;
+  std::vector<int32_t> rows, starts, cursor;  // the (row, j) pairs grouped by expert
+  std::vector<int> active;                    // the experts with rows, in increasing id
 };
 
 // One expert on m rows: out [m, hidden] = w2(silu(min(w1 x, L)) * clamp(w3 x, -L, L)) for

@@ -3,6 +3,7 @@
 // to what cpu_backend().moe computes with every expert at hand; for bf16 and fp8 weights, f32
 // and bf16 activations, idle ranks (0 rows) and uneven loads. A failed group zeroes the output.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <cstring>
@@ -201,6 +202,35 @@ TEST(ExpertParallelMoe, ClampedExpertsAreBitwiseTheSingleProcessLayer) {
       ASSERT_EQ(r.y.size(), want.size());
       EXPECT_EQ(std::memcmp(r.y.data(), want.data(), want.size() * 4), 0) << n_ranks << " ranks, rank " << rank;
     }
+  }
+}
+
+// clamped_moe runs whole experts on the threads when at least two per thread have rows, else every
+// expert's linears split across the threads: the same bits either way, and each row's as alone
+// (three experts: split linears).
+TEST(ClampedMoe, ExpertsOnTheThreadsAreBitwiseTheSplitLinears) {
+  std::mt19937 rng(17);
+  const int n_experts = 8, top_k = 3;
+  const Layer layer(n_experts, 64, 32, DType::BF16, DType::F32, rng);
+  std::vector<ExpertWeights> experts;
+  for (const Mlp& e : layer.experts) experts.push_back({e.g, e.u, e.d});
+  const ExpertWeights shared{layer.shared.g, layer.shared.u, layer.shared.d};
+  const Rows r = random_rows(29, layer.hidden, n_experts, top_k, rng);
+  const auto run = [&](int threads, int64_t r0, int64_t m) {
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    std::vector<float> y(size_t(m * layer.hidden), -1.0f);
+    ClampedMoeScratch scratch;
+    clamped_moe(cpu_backend(), experts, &shared, 0.05f, r.x.data() + r0 * layer.hidden, m, layer.hidden, top_k,
+                r.ids.data() + r0 * top_k, r.weights.data() + r0 * top_k, y.data(), scratch, 0.07f);
+    omp_set_num_threads(saved);
+    return y;
+  };
+  const std::vector<float> split = run(1, 0, r.m), by_expert = run(2, 0, r.m);
+  ASSERT_EQ(std::memcmp(split.data(), by_expert.data(), split.size() * 4), 0);
+  for (int64_t i = 0; i < r.m; ++i) {
+    const std::vector<float> alone = run(2, i, 1);
+    ASSERT_EQ(std::memcmp(alone.data(), by_expert.data() + i * layer.hidden, alone.size() * 4), 0) << "row " << i;
   }
 }
 
