@@ -156,19 +156,7 @@ inline float softmax_block_update(float* sc, int n_t, float& m_run, float& s_run
   const float m_new = std::max(m_run, m_blk);
   const float alpha = std::exp(m_run - m_new);
   m_run = m_new;
-  const F mv = V::bcast(m_new);
-  F sum = V::zero();
-  for (t = 0; t + V::kW <= n_t; t += V::kW) {
-    const F e = vexp<V>(V::add(V::load(sc + t), V::mul(mv, V::bcast(-1.0f))));
-    V::store(sc + t, e);
-    sum = V::add(sum, e);
-  }
-  if (t < n_t) {
-    const F e = vexp<V>(V::add(V::load_n(sc + t, n_t - t), V::mul(mv, V::bcast(-1.0f))));
-    V::store_n(sc + t, e, n_t - t);
-    sum = V::add(sum, V::load_n(sc + t, n_t - t));
-  }
-  s_run = s_run * alpha + V::hsum(sum);
+  s_run = s_run * alpha + V::hsum(exp_shifted_n<V>(sc, n_t, m_new));
   return alpha;
 }
 

@@ -29,18 +29,7 @@ void sink_softmax(float* s, int64_t n, float sink, float scale) {
   }
   for (int64_t u = t; u < n; ++u) mx = std::max(mx, s[u] *= scale);  // the same product as a lane's
   mx = std::max(mx, V::hmax(mv));
-  const F m = V::bcast(mx);
-  F sum = V::zero();
-  for (t = 0; t + V::kW <= n; t += V::kW) {
-    const F e = vexp<V>(V::add(V::load(s + t), V::mul(m, V::bcast(-1.0f))));
-    V::store(s + t, e);
-    sum = V::add(sum, e);
-  }
-  if (t < n) {
-    const int k = int(n - t);
-    V::store_n(s + t, vexp<V>(V::add(V::load_n(s + t, k), V::mul(m, V::bcast(-1.0f)))), k);
-    sum = V::add(sum, V::load_n(s + t, k));  // the lanes past n as 0
-  }
+  const F sum = exp_shifted_n<V>(s, n, mx);
   alignas(64) float e_sink[V::kW];
   V::store(e_sink, vexp<V>(V::bcast(sink - mx)));
   const F inv = V::bcast(1.0f / (V::hsum(sum) + e_sink[0]));

@@ -23,6 +23,27 @@ typename V::F vexp(typename V::F x) {
   return V::scale_pow2(p, n);
 }
 
+// s[t] <- e^(s[t] - m) for t < n, V::kW at a time (the last few lane-masked); returns their
+// lane-wise sums in ascending t (the lanes past n add 0), for V::hsum: the softmaxes' exponentials.
+template <class V>
+typename V::F exp_shifted_n(float* s, int64_t n, float m) {
+  using F = typename V::F;
+  const F mv = V::bcast(m);
+  F sum = V::zero();
+  int64_t t = 0;
+  for (; t + V::kW <= n; t += V::kW) {
+    const F e = vexp<V>(V::add(V::load(s + t), V::mul(mv, V::bcast(-1.0f))));
+    V::store(s + t, e);
+    sum = V::add(sum, e);
+  }
+  if (t < n) {
+    const int k = int(n - t);
+    V::store_n(s + t, vexp<V>(V::add(V::load_n(s + t, k), V::mul(mv, V::bcast(-1.0f)))), k);
+    sum = V::add(sum, V::load_n(s + t, k));
+  }
+  return sum;
+}
+
 // y[i] = silu(g[i]) * u[i] = g / (1 + e^-g) * u for i < n, V::kW outputs at a time with vexp's e^x
 // (the last few lane-masked): each output's operations depend only on its g and u. g may be y.
 template <class V>
