@@ -198,16 +198,6 @@ struct MlaExpandedAttentionParams {
   DType dot_dtype = DType::F32;
 };
 
-// y[r, i] = silu(gate_up[r, i]) * gate_up[r, n + i], for i < n.
-struct SiluMulParams {
-  const float* gate_up = nullptr;  // [m, ld_in]: gate in columns [0, n), up in [n, 2n)
-  int64_t ld_in = 0;
-  float* y = nullptr;              // [m, ld_out]
-  int64_t ld_out = 0;
-  int64_t m = 0;
-  int64_t n = 0;
-};
-
 // Attention with sinks over one shared K=V head (DeepSeek-V4's sliding window plus compressed
 // entries, also V4.1's and the MTP block's): for each query head h,
 //   out_h = sum_t e^(s_t) k_t / (sum_t e^(s_t) + e^(sink_h)),  s_t = q_h . k_t * scale,
@@ -281,7 +271,6 @@ class Backend {
   virtual void mla_attention(const MlaAttentionParams& p) = 0;
   virtual void mla_expanded_attention(const MlaExpandedAttentionParams& p) = 0;
   virtual void sink_attention(const SinkAttentionParams& p) = 0;
-  virtual void silu_mul(const SiluMulParams& p) = 0;
   virtual void swiglu(const SwigluParams& p) = 0;
   virtual void moe(const MoeParams& p) = 0;
   // Bytes of a layout of w that this backend reads faster than the stored one (fp8 and FP4 weights

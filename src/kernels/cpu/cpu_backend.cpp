@@ -21,7 +21,6 @@ class CpuBackend final : public Backend {
   void mla_attention(const MlaAttentionParams& p) override { cpu::mla_attention(p); }
   void mla_expanded_attention(const MlaExpandedAttentionParams& p) override { cpu::mla_expanded_attention(p); }
   void sink_attention(const SinkAttentionParams& p) override { cpu::sink_attention(p); }
-  void silu_mul(const SiluMulParams& p) override { cpu::silu_mul(p); }
   void swiglu(const SwigluParams& p) override { cpu::swiglu(p); }
   void moe(const MoeParams& p) override { cpu::moe(p); }
   size_t relaid_bytes(const LinearWeight& w) override { return cpu::relaid_bytes(w); }

@@ -38,15 +38,4 @@ void rope(const RopeParams& p) {
   }
 }
 
-void silu_mul(const SiluMulParams& p) {
-  DI_CHECK(p.gate_up && p.y && p.ld_in >= 2 * p.n && p.ld_out >= p.n);
-#pragma omp parallel for schedule(static) if (p.m > 4)
-  for (int64_t r = 0; r < p.m; ++r) {
-    const float* g = p.gate_up + r * p.ld_in;
-    const float* u = g + p.n;
-    float* y = p.y + r * p.ld_out;
-    for (int64_t i = 0; i < p.n; ++i) y[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
-  }
-}
-
 }  // namespace deepinfer::cpu

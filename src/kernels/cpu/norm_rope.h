@@ -6,5 +6,4 @@
 namespace deepinfer::cpu {
 void rms_norm(const RmsNormParams& p);
 void rope(const RopeParams& p);
-void silu_mul(const SiluMulParams& p);
 }  // namespace deepinfer::cpu
