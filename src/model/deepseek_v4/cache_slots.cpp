@@ -187,7 +187,10 @@ void load_latent(const uint8_t* entry, const MlaCacheLayout& layout, int offset,
       break;
     case DType::BF16: {
       const uint16_t* e = reinterpret_cast<const uint16_t*>(entry) + offset;
-      for (int i = 0; i < n; ++i) dst[i] = bf16_to_f32(e[i]);
+      int i = 0;
+      for (; i + 16 <= n; i += 16)  // a fixed trip count the compiler vectorizes (an indexer's keys: all of them, every step)
+        for (int j = 0; j < 16; ++j) dst[i + j] = bf16_to_f32(e[i + j]);
+      for (; i < n; ++i) dst[i] = bf16_to_f32(e[i]);
       break;
     }
     case DType::F8_E4M3: {
