@@ -47,6 +47,7 @@
 #include "core/aligned_vector.h"
 #include "kernels/cpu/amx_weight_rows.h"
 #include "kernels/cpu/kernel_table.h"
+#include "kernels/cpu/vexp.h"
 #include "kernels/ops.h"
 
 namespace deepinfer::cpu::amx {
@@ -488,31 +489,8 @@ inline void store_transposed(const float* acc, int n_tok, int n_out, float* y, i
   for (int j = 0; j < n_tok; ++j) _mm512_mask_storeu_epi32(y + j * ldy, mk, r[j]);
 }
 
-// e^x for 16 lanes, |relative error| < 2e-7 on [-87, 88] (inputs clamped there): Cody-Waite
-// reduction by ln 2 and a degree-6 polynomial.
-inline __m512 exp16(__m512 x) {
-  x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(88.0f)), _mm512_set1_ps(-87.33f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fmadd_ps(n, _mm512_set1_ps(-0.693359375f), x);
-  r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  return _mm512_scalef_ps(p, n);
-}
-
-// gate[i] = silu(gate[i]) * up[i] = g / (1 + e^-g) * u, i < n (a multiple of 16).
-inline void silu_mul(float* gate, const float* up, int n = kTile * kTile) {
-  for (int i = 0; i < n; i += 16) {
-    const __m512 g = _mm512_loadu_ps(gate + i);
-    const __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), g));
-    _mm512_storeu_ps(gate + i, _mm512_mul_ps(_mm512_div_ps(g, _mm512_add_ps(_mm512_set1_ps(1.0f), e)), _mm512_loadu_ps(up + i)));
-  }
-}
+// gate[i] = silu(gate[i]) * up[i], i < n (a multiple of 16): vexp.h's silu_mul_n.
+inline void silu_mul(float* gate, const float* up, int n = kTile * kTile) { silu_mul_n<Avx512>(gate, up, n, gate); }
 
 // Whether a block streams its weights straight into the tiles (bf16, one token tile, whole chunks)
 // rather than through panels.
