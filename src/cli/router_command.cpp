@@ -78,9 +78,13 @@ int run_router(RouterFlags& f) {
                f.shutdown_timeout_seconds);
   service.set_draining();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(int64_t(f.shutdown_timeout_seconds * 1000));
-  while (service.n_active() > 0 && std::chrono::steady_clock::now() < deadline)
+  // A relay is done once its whole answer is on the client's socket, not when the worker's ends.
+  const auto busy = [&] { return service.n_active() > 0 || (*server)->responses_in_progress() > 0; };
+  while (busy() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  if (service.n_active() > 0) std::fprintf(stderr, "deepinfer: closing %lld requests still relayed\n", (long long)service.n_active());
+  if (busy())
+    std::fprintf(stderr, "deepinfer: closing %lld requests still relayed (%zu answers not yet sent)\n",
+                 (long long)service.n_active(), (*server)->responses_in_progress());
   (*server)->stop();
   std::fprintf(stderr, "deepinfer: stopped\n");
   return 0;

@@ -158,13 +158,17 @@ int run_serve(ServeFlags& f) {
   service.set_draining();
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(int64_t(f.shutdown_timeout_seconds * 1000));
-  while (service.n_active() > 0 && std::chrono::steady_clock::now() < deadline)
+  // A request is done once its whole answer is on the socket, not when its generation ends: the
+  // last chunks of a stream may still be queued for a client that reads slowly.
+  const auto busy = [&] { return service.n_active() > 0 || (*server)->responses_in_progress() > 0; };
+  while (busy() && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  if (service.n_active() > 0) {
-    std::fprintf(stderr, "deepinfer: aborting %zu requests still running\n", service.n_active());
+  if (busy()) {
+    std::fprintf(stderr, "deepinfer: aborting %zu requests still running (%zu answers not yet sent)\n", service.n_active(),
+                 (*server)->responses_in_progress());
     service.abort_all("the server is shutting down");
     const auto grace = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    while (service.n_active() > 0 && std::chrono::steady_clock::now() < grace)
+    while (busy() && std::chrono::steady_clock::now() < grace)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   (*server)->stop();

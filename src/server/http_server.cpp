@@ -51,6 +51,7 @@ struct HttpServer::Impl {
   tcp::acceptor acceptor{ioc};
   std::vector<std::thread> threads;
   std::atomic<size_t> n_open{0};
+  std::atomic<size_t> n_responding{0};  // see HttpServer::responses_in_progress
   std::mutex sessions_mu;
   std::unordered_map<Session*, std::weak_ptr<Session>> sessions;
   std::atomic<bool> stopped{false};
@@ -65,7 +66,10 @@ class Session : public std::enable_shared_from_this<Session> {
   Session(tcp::socket socket, HttpServer::Impl& server) : stream_(std::move(socket)), server_(server) {
     server_.n_open.fetch_add(1);
   }
-  ~Session() { server_.n_open.fetch_sub(1); }
+  ~Session() {
+    end_response();
+    server_.n_open.fetch_sub(1);
+  }
 
   void start() {
     {
@@ -80,6 +84,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (closed_) return;
     closed_ = true;
     mark_disconnected();
+    end_response();
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
     stream_.close();
@@ -178,6 +183,7 @@ class Session : public std::enable_shared_from_this<Session> {
     disconnected_ = false;
     disconnected_atomic_ = false;
     on_disconnect_.clear();
+    begin_response();
     watch_for_disconnect();
     server_.handler(std::move(req), make_responder());
   }
@@ -215,6 +221,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (disconnected_) return;
     disconnected_ = true;
     disconnected_atomic_ = true;
+    end_response();  // nobody is left to receive it
     auto callbacks = std::move(on_disconnect_);
     on_disconnect_.clear();
     for (auto& cb : callbacks) cb();
@@ -222,6 +229,17 @@ class Session : public std::enable_shared_from_this<Session> {
 
   // After an early error answer, stop sending but read (and drop) what the client is still
   // sending for a moment, so that it sees the answer instead of a reset.
+  // A request handed to the handler counts until its whole answer is on the socket or its
+  // client has gone.
+  void begin_response() {
+    if (!responding_) server_.n_responding.fetch_add(1);
+    responding_ = true;
+  }
+  void end_response() {
+    if (responding_) server_.n_responding.fetch_sub(1);
+    responding_ = false;
+  }
+
   void linger() {
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
@@ -250,6 +268,7 @@ class Session : public std::enable_shared_from_this<Session> {
     if (queue_.empty()) {
       for (auto& cb : std::exchange(on_flushed_, {})) cb();
       if (!response_done_) return;
+      end_response();
       if (linger_) return linger();
       if (!keep_alive_ || server_.stopped) return close();
       if (!watching_) return read_request();
@@ -293,6 +312,7 @@ class Session : public std::enable_shared_from_this<Session> {
   bool watching_ = false;          // watch_for_disconnect's read is pending
   bool read_after_watch_ = false;  // read the next request once it completes
   bool linger_ = false;            // drain the client's remaining bytes before closing
+  bool responding_ = false;        // counted in server_.n_responding
   int linger_reads_ = 0;
 
   friend class Responder;
@@ -410,6 +430,8 @@ HttpServer::~HttpServer() { stop(); }
 int HttpServer::port() const { return impl_->acceptor.is_open() ? impl_->acceptor.local_endpoint().port() : -1; }
 
 size_t HttpServer::open_connections() const { return impl_->n_open.load(); }
+
+size_t HttpServer::responses_in_progress() const { return impl_->n_responding.load(); }
 
 void HttpServer::stop_accepting() {
   net::post(impl_->ioc, [p = impl_.get()] {

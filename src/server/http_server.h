@@ -79,9 +79,12 @@ class HttpServer {
 
   int port() const;
   size_t open_connections() const;
+  // Requests handed to the handler whose answer has not all reached the socket yet, and whose
+  // client is still there: a graceful shutdown waits for them before stop().
+  size_t responses_in_progress() const;
   // Closes the listening socket; open connections continue.
   void stop_accepting();
-  // Closes every connection and joins the network threads.
+  // Closes every connection, dropping what is still queued, and joins the network threads.
   void stop();
 
   struct Impl;

@@ -17,6 +17,7 @@ import socket
 import subprocess
 import threading
 import time
+import urllib.error
 
 import pytest
 
@@ -328,6 +329,41 @@ def test_draining_answers_503(deepinfer_bin, model_dir):
         assert request(s.port, "GET", "/health")[0] == 503
         rest = read_all(sock)
         assert rest.endswith(b"0\r\n\r\n") and b"data: [DONE]" in rest
+        assert s.proc.wait(timeout=60) == 0
+    finally:
+        s.stop()
+
+
+def test_draining_delivers_a_finished_stream_to_a_client_that_reads_late(deepinfer_bin, model_dir):
+    """A stream whose generation ends while its last bytes still wait in the server (its client
+    reads slowly) is delivered whole before the server exits: finished work is never cut off."""
+    s = Server(deepinfer_bin, model_dir, "--shutdown-timeout", "60")
+    try:
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # the kernel cannot hold the stream
+        sock.connect(("127.0.0.1", s.port))
+        body = json.dumps({"prompt": "x", "max_tokens": 3000, "ignore_eos": True, "stream": True}).encode()
+        sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " + str(len(body)).encode() +
+                     b"\r\n\r\n" + body)
+        head = sock.recv(12)
+        assert head == b"HTTP/1.1 200"
+        s.proc.send_signal(signal.SIGTERM)
+        # Not reading: the generation finishes with most of its chunks queued in the server.
+        deadline = time.time() + 60
+        while not any("draining" in line for line in s.log) and time.time() < deadline:
+            time.sleep(0.05)
+        while time.time() < deadline:  # until the generation is over (or the server has gone)
+            try:
+                status, text = s.get("/metrics")
+            except urllib.error.URLError:
+                break
+            if status != 200 or "deepinfer_num_requests_running 0" in text:
+                break
+            time.sleep(0.1)
+        time.sleep(1.0)
+        rest = read_all(sock)
+        assert rest.endswith(b"0\r\n\r\n") and b"data: [DONE]" in rest, rest[-300:]
+        assert b'"finish_reason":"length"' in rest
         assert s.proc.wait(timeout=60) == 0
     finally:
         s.stop()

@@ -9,6 +9,7 @@ import http.client
 import json
 import signal
 import socket
+import time
 
 import openai
 import pytest
@@ -260,3 +261,26 @@ def test_sigterm_lets_relayed_requests_finish(deepinfer_bin, workers, prefill):
     assert json.loads(events[-2][6:])["choices"][0]["finish_reason"] == "length"
     assert r.proc.wait(timeout=60) == 0
     assert any("draining the router" in line for line in r.log)
+
+
+def test_sigterm_delivers_a_relayed_stream_to_a_client_that_reads_late(deepinfer_bin, workers, prefill):
+    """The relay's last chunks may still be queued for a slow reader when its worker's answer ends:
+    the router sends them before it exits."""
+    r = Router(deepinfer_bin, [prefill.url], [w.base for w in workers], "--shutdown-timeout", "600")
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.connect(("127.0.0.1", r.port))
+    body = json.dumps({"model": "tiny", "prompt": "x", "max_tokens": 2000, "ignore_eos": True, "stream": True}).encode()
+    sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+                 str(len(body)).encode() + b"\r\n\r\n" + body)
+    assert sock.recv(12) == b"HTTP/1.1 200"
+    r.proc.send_signal(signal.SIGTERM)
+    r.wait_health(503)
+    rest = b""
+    while chunk := sock.recv(2048):  # slowly: the worker is done long before this reader
+        rest += chunk
+        time.sleep(0.005)
+    sock.close()
+    assert rest.endswith(b"0\r\n\r\n") and b"data: [DONE]" in rest, rest[-300:]
+    assert b'"finish_reason":"length"' in rest
+    assert r.proc.wait(timeout=60) == 0
