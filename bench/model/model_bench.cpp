@@ -14,7 +14,7 @@
 // --verify-rows times steps with several new rows per sequence, all with logits: the cost of
 // verifying speculative drafts, and so the speedup a draft that is always right would give.
 // Any architecture load_causal_lm reads runs, with the cache kinds it names (CausalLM::kv_kinds);
-// the roofline columns need the V3 weight walk and are left empty for V4.
+// the roofline columns need a weight walk (DeepSeek-V2/V3, V4 and V4.1 have one).
 #include <omp.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -32,6 +32,8 @@
 
 #include "kernels/cpu/isa.h"
 #include "model/deepseek/model.h"
+#include "model/deepseek_v4/model.h"
+#include "model/deepseek_v41/model.h"
 #include "model/fp4_weight.h"
 #include "model/loader.h"
 
@@ -41,6 +43,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 size_t weight_bytes(const LinearWeight& w) {
+  if (!w.data) return 0;  // not bound (unused at this layer)
   size_t b = w.scale_e8m0 ? fp4_weight_bytes(w) : weight_data_bytes(w);
   if (w.scale_inv) b += size_t(((w.n_out + w.block_rows - 1) / w.block_rows) * ((w.n_in + w.block_cols - 1) / w.block_cols)) * 4;
   return b;
@@ -63,6 +66,41 @@ size_t active_weight_bytes(const DeepseekModel& m) {
       total += weight_bytes(l.moe.router) + (l.moe.has_shared ? mlp_bytes(l.moe.shared) : 0);
       total += size_t(c.num_experts_per_tok) * mlp_bytes(l.moe.experts[0]);
     }
+  }
+  return total;
+}
+
+size_t expert_bytes(const ExpertWeights& e) { return weight_bytes(e.w1) + weight_bytes(e.w3) + weight_bytes(e.w2); }
+
+size_t compressor_bytes(const CompressorWeights& c) { return weight_bytes(c.wkv) + weight_bytes(c.wgate); }
+
+// The linear weights of a V4 or V4.1 layer that every token reads, the routed experts but
+// top_k of one expert. (V4.1's engram table rows, a few KB per token, are left out.)
+template <class Block>
+size_t v4_block_bytes(const Block& l, int top_k) {
+  const auto& a = l.attn;
+  size_t total = weight_bytes(a.wq_a) + weight_bytes(a.wq_b) + weight_bytes(a.wkv) + weight_bytes(a.wo_b);
+  for (const LinearWeight& w : a.wo_a) total += weight_bytes(w);
+  total += compressor_bytes(a.compressor) + weight_bytes(a.indexer.wq_b) + weight_bytes(a.indexer.weights_proj) +
+           compressor_bytes(a.indexer.compressor);
+  total += weight_bytes(l.hc_attn.fn) + weight_bytes(l.hc_ffn.fn) + weight_bytes(l.gate);
+  if (l.has_shared) total += expert_bytes(l.shared);
+  return total + size_t(top_k) * expert_bytes(l.experts.front());
+}
+
+// Weight bytes one token reads in a DeepSeek-V4 (with its head's hyper-connection) or V4.1 model.
+size_t active_weight_bytes(const DeepseekV4Model& m) {
+  const DeepseekV4Weights& w = m.weights();
+  size_t total = weight_bytes(w.head) + size_t(m.config().hidden_size) * dtype_size(w.embed.dtype) + weight_bytes(w.hc_head.fn);
+  for (const V4BlockWeights& l : w.layers) total += v4_block_bytes(l, m.config().num_experts_per_tok);
+  return total;
+}
+size_t active_weight_bytes(const DeepseekV41Model& m) {
+  const DeepseekV41Weights& w = m.weights();
+  size_t total = weight_bytes(w.head) + size_t(m.config().hidden_size) * dtype_size(w.embed.dtype);
+  for (const V41BlockWeights& l : w.layers) {
+    total += v4_block_bytes(l, m.config().num_experts_per_tok) + weight_bytes(l.attn.index_wk);
+    if (l.has_engram) total += weight_bytes(l.engram.wkv);
   }
   return total;
 }
@@ -182,6 +220,8 @@ int run(const Options& o) {
   CausalLM& m = **loaded;
   const CausalLMInfo& info = m.info();
   const auto* v3 = dynamic_cast<const DeepseekModel*>(&m);
+  const auto* v4 = dynamic_cast<const DeepseekV4Model*>(&m);
+  const auto* v41 = dynamic_cast<const DeepseekV41Model*>(&m);
   const DType kv_dtype = o.kv == "fp8" ? DType::F8_E4M3 : o.kv == "f32" ? DType::F32 : DType::BF16;
   auto kinds_or = m.kv_kinds(kv_dtype, BenchCache::kBlock);
   if (!kinds_or.ok()) {
@@ -191,7 +231,7 @@ int run(const Options& o) {
   const std::vector<KvKindSpec> kinds = *kinds_or;
   const double kv_per_token = kv_bytes_per_token(kinds, BenchCache::kBlock);
   const size_t kv_per_seq = kv_bytes_per_sequence_window(kinds, BenchCache::kBlock);
-  const size_t w_active = v3 ? active_weight_bytes(*v3) : 0;
+  const size_t w_active = v3 ? active_weight_bytes(*v3) : v4 ? active_weight_bytes(*v4) : v41 ? active_weight_bytes(*v41) : 0;
   std::printf("load: %s\n", describe_causal_lm(m, BenchCache::kBlock).c_str());
   std::printf("model %s: %.2f GB of weights, %.3f GB read per token at batch 1 (active weights), "
               "KV %s %.1f B/token + %zu B/sequence, %s activations, lm_head %s, isa %s, threads %d\n\n",
@@ -225,7 +265,7 @@ int run(const Options& o) {
       const StepTime t = time_decode(m, cache, batch, ctx, 1, o.steps, random_token);
       const double step_s = t.wall_s, step_cpu = t.cpu_s;
       std::string roofline = " | ";
-      if (batch == 1 && v3) {
+      if (batch == 1 && w_active > 0) {
         const double bytes = double(w_active) + double(ctx) * kv_per_token;
         char buf[96];
         std::snprintf(buf, sizeof buf, "%.1f | %.1f", bytes / step_s / 1e9, bytes / step_cpu / 1e9);
