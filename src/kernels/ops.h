@@ -214,6 +214,22 @@ struct SinkAttentionParams {
   float scale = 1.0f;
 };
 
+// DeepSeek-V4's lightning indexer under bf16 activations and a bf16 cache: every key's score
+//   scores[e] = sum_h head_weights[h] * relu(q_h . key_e),
+// the query rounded to bf16 (nearest even) and the keys bf16 as cached, so the products are exact
+// and only the f32 sums round (over each head's dimensions, then over the heads). A key's score
+// depends only on the query, the weights and that key: not on the other keys, the threads, nor on
+// whether the call runs inside a parallel region.
+struct IndexerScoresParams {
+  const float* q = nullptr;             // [n_heads, dim]
+  const float* head_weights = nullptr;  // [n_heads]
+  const uint16_t* const* keys = nullptr;  // [n_keys] rows of dim bf16 (where they lie, e.g. in the cache)
+  float* scores = nullptr;              // [n_keys]
+  int n_heads = 0;
+  int dim = 0;
+  int64_t n_keys = 0;
+};
+
 // y[r, i] = silu(x[r] . gate[i]) * (x[r] . up[i]) for i < gate->n_out: the input half of a
 // SwiGLU MLP in one pass over x, without the [m, 2 * inter] intermediate.
 struct SwigluParams {
@@ -271,6 +287,7 @@ class Backend {
   virtual void mla_attention(const MlaAttentionParams& p) = 0;
   virtual void mla_expanded_attention(const MlaExpandedAttentionParams& p) = 0;
   virtual void sink_attention(const SinkAttentionParams& p) = 0;
+  virtual void indexer_scores(const IndexerScoresParams& p) = 0;
   virtual void swiglu(const SwigluParams& p) = 0;
   virtual void moe(const MoeParams& p) = 0;
   // Bytes of a layout of w that this backend reads faster than the stored one (fp8 and FP4 weights

@@ -4,6 +4,7 @@
 #include "kernels/cpu/mla_expanded_attention.h"
 #include "kernels/cpu/moe.h"
 #include "kernels/cpu/norm_rope.h"
+#include "kernels/cpu/indexer_scores.h"
 #include "kernels/cpu/sink_attention.h"
 
 namespace deepinfer {
@@ -21,6 +22,7 @@ class CpuBackend final : public Backend {
   void mla_attention(const MlaAttentionParams& p) override { cpu::mla_attention(p); }
   void mla_expanded_attention(const MlaExpandedAttentionParams& p) override { cpu::mla_expanded_attention(p); }
   void sink_attention(const SinkAttentionParams& p) override { cpu::sink_attention(p); }
+  void indexer_scores(const IndexerScoresParams& p) override { cpu::indexer_scores(p); }
   void swiglu(const SwigluParams& p) override { cpu::swiglu(p); }
   void moe(const MoeParams& p) override { cpu::moe(p); }
   size_t relaid_bytes(const LinearWeight& w) override { return cpu::relaid_bytes(w); }

@@ -55,6 +55,8 @@ struct KernelTable {
   // s[t] = e^(s[t] * scale - mx) / (e^(sink - mx) + sum_u e^(s[u] * scale - mx)) for t < n, where
   // mx = max(sink, max_t s[t] * scale): a sink attention head's weights (SinkAttentionParams).
   void (*sink_softmax)(float* s, int64_t n, float sink, float scale);
+  // p.scores[e] for keys e in [e_begin, e_end) (IndexerScoresParams; indexer_scores_kernels.h).
+  void (*indexer_score_block)(const IndexerScoresParams& p, int64_t e_begin, int64_t e_end);
   // Packed blocks, on levels that pack a call's bf16 activation rows once for all its blocks
   // (nullptr / false elsewhere): amx runs bf16, fp8 (block_cols a multiple of 32, block_rows of 16)
   // and FP4 weights on tiles, every m alike (simd_amx.h; o_begin a multiple of 16); avx512bf16 runs

@@ -6,6 +6,7 @@
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/mla_attention_kernels.h"
 #include "kernels/cpu/mla_expanded_attention_kernels.h"
+#include "kernels/cpu/indexer_scores_kernels.h"
 #include "kernels/cpu/sink_softmax.h"
 
 namespace deepinfer::cpu {
@@ -15,6 +16,7 @@ const KernelTable kAvx2Kernels = {
     &linear_block_bf16x_any<Avx2>, &swiglu_block_bf16x_any<Avx2>, &round_to_bf16<Avx2>,
     &mla_attend_row<Avx2>,
     &mla_expanded_attend_chunk<Avx2>,
-    &sink_softmax<Avx2>};
+    &sink_softmax<Avx2>,
+    &indexer_score_block<Avx2>};
 
 }  // namespace deepinfer::cpu

@@ -12,6 +12,7 @@
 #include "kernels/cpu/mla_attention_kernels.h"
 #include "kernels/cpu/mla_expanded_attention_kernels.h"
 #include "kernels/cpu/pair_tiles_avx512_bf16.h"
+#include "kernels/cpu/indexer_scores_kernels.h"
 #include "kernels/cpu/sink_softmax.h"
 
 namespace deepinfer::cpu {
@@ -44,6 +45,7 @@ const KernelTable kAvx512Bf16Kernels = {
     .mla_attend_row = &mla_attend_row<Avx512Bf16>,
     .mla_expanded_attend_chunk = &mla_expanded_attend_chunk<Avx512Bf16>,
     .sink_softmax = &sink_softmax<Avx512Bf16>,
+    .indexer_score_block = &indexer_score_block<Avx512Bf16>,
     .packs = &pair_tiles::packs,
     .packed_elems = &pair_tiles::packed_elems,
     .pack_bf16x = &pair_tiles::pack_rows,
@@ -63,6 +65,7 @@ const KernelTable kAvx512Bf16FmaKernels = {
     .mla_attend_row = &mla_attend_row<Avx512Bf16>,
     .mla_expanded_attend_chunk = &mla_expanded_attend_chunk<Avx512Bf16>,
     .sink_softmax = &sink_softmax<Avx512Bf16>,
+    .indexer_score_block = &indexer_score_block<Avx512Bf16Fma>,
     .packs = &packs_split,
     .packed_elems = &split_packed_elems<Avx512Bf16Fma>,
     .pack_bf16x = &pack_split_rows<Avx512Bf16Fma>,

@@ -6,6 +6,7 @@
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/mla_attention_kernels.h"
 #include "kernels/cpu/mla_expanded_attention_kernels.h"
+#include "kernels/cpu/indexer_scores_kernels.h"
 #include "kernels/cpu/sink_softmax.h"
 
 namespace deepinfer::cpu {
@@ -15,6 +16,7 @@ const KernelTable kPortableKernels = {
     &linear_block_bf16x_any<Portable>, &swiglu_block_bf16x_any<Portable>, &round_to_bf16<Portable>,
     &mla_attend_row<Portable>,
     &mla_expanded_attend_chunk<Portable>,
-    &sink_softmax<Portable>};
+    &sink_softmax<Portable>,
+    &indexer_score_block<Portable>};
 
 }  // namespace deepinfer::cpu

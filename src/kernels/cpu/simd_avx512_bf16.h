@@ -97,6 +97,7 @@ struct FmaDot {
 
 template <class Dot>
 struct Avx512Bf16With : Avx512 {
+  using DotPolicy = Dot;
   static constexpr bool kBf16Dot = true;
   static constexpr int kPairs = 32;  // bf16 elements per dot-product step
 

@@ -35,4 +35,12 @@ int indexer_select(Backend& backend, const IndexerWeights& w, const float* q, co
                    const float* keys, int n_entries, int32_t* selected, std::vector<float>& dots,
                    std::vector<float>& scores);
 
+// indexer_select with bf16 keys (rows of head_dim, keys[i] entry i's, where the cache holds them)
+// and the query rounded to bf16 (bf16
+// activations over a bf16 cache): the scores by Backend::indexer_scores, with the same head
+// weights (times the same scale) and the same choice; `weights` and `scores` are scratch.
+int indexer_select_bf16(Backend& backend, const IndexerWeights& w, const float* q, const float* head_weights,
+                        const uint16_t* const* keys, int n_entries, int32_t* selected, std::vector<float>& weights,
+                        std::vector<float>& scores);
+
 }  // namespace deepinfer

@@ -294,17 +294,26 @@ void DeepseekV4Model::attention(int layer, const ForwardBatch& b, const KvCacheV
     backend_.linear({xn, d, n, &ix.weights_proj, iw, ix.n_heads});
   }
 
-  if (ratio == 4) {  // each sequence's indexer keys, gathered once for all of its rows: [entries, index_head_dim]
+  // Under bf16 activations over a bf16 cache the indexer scores bf16 keys as cached against its
+  // query rounded to bf16 (Backend::indexer_scores); otherwise in f32.
+  const bool bf16_index = info_.activation_dtype == DType::BF16 && slot.key.dtype == DType::BF16;
+  // Each sequence's indexer keys, once for all of its rows: where the cache holds them (bf16), or
+  // gathered as f32 [entries, index_head_dim]. index_key_offset counts keys.
+  if (ratio == 4) {
     s_.index_key_offset.assign(b.seqs.size() + 1, 0);
     for (size_t si = 0; si < b.seqs.size(); ++si)
-      s_.index_key_offset[si + 1] = s_.index_key_offset[si] + size_t(b.seqs[si].n_ctx / ratio) * size_t(ix.head_dim);
-    sized(s_.index_keys, s_.index_key_offset.back());
+      s_.index_key_offset[si + 1] = s_.index_key_offset[si] + size_t(b.seqs[si].n_ctx / ratio);
+    if (bf16_index) sized(s_.index_key_rows, s_.index_key_offset.back());
+    else sized(s_.index_keys, s_.index_key_offset.back() * size_t(ix.head_dim));
 #pragma omp parallel for schedule(dynamic, 1) if (b.seqs.size() > 1)
     for (size_t si = 0; si < b.seqs.size(); ++si) {
       const BatchSequence& s = b.seqs[si];
-      float* keys = s_.index_keys.data() + s_.index_key_offset[si];
-      for (int w = 0; w < s.n_ctx / ratio; ++w)
-        load_latent(slots_.index_key(kv, s, layer, w), slot.key, 0, keys + size_t(w) * size_t(ix.head_dim), ix.head_dim);
+      for (int w = 0; w < s.n_ctx / ratio; ++w) {
+        const uint8_t* e = slots_.index_key(kv, s, layer, w);
+        const size_t at = s_.index_key_offset[si] + size_t(w);
+        if (bf16_index) s_.index_key_rows[at] = reinterpret_cast<const uint16_t*>(e);
+        else load_latent(e, slot.key, 0, s_.index_keys.data() + at * size_t(ix.head_dim), ix.head_dim);
+      }
     }
   }
 
@@ -321,9 +330,13 @@ void DeepseekV4Model::attention(int layer, const ForwardBatch& b, const KvCacheV
     int32_t* selected = sized(rs.selected, size_t(std::max(n_visible, 1)));
     int n_selected = n_visible;
     if (ratio == 4) {
-      const float* keys = s_.index_keys.data() + s_.index_key_offset[size_t(s_.row_seq[size_t(r)])];
-      n_selected = indexer_select(backend_, ix, iq + r * ix.n_heads * ix.head_dim, iw + r * ix.n_heads, keys,
-                                  n_visible, selected, rs.index_dots, rs.index_scores);
+      const size_t at = s_.index_key_offset[size_t(s_.row_seq[size_t(r)])];
+      const float* iq_r = iq + r * ix.n_heads * ix.head_dim;
+      n_selected = bf16_index ? indexer_select_bf16(backend_, ix, iq_r, iw + r * ix.n_heads, s_.index_key_rows.data() + at,
+                                                    n_visible, selected, rs.index_dots, rs.index_scores)
+                              : indexer_select(backend_, ix, iq_r, iw + r * ix.n_heads,
+                                               s_.index_keys.data() + at * size_t(ix.head_dim), n_visible, selected,
+                                               rs.index_dots, rs.index_scores);
     } else {
       for (int w = 0; w < n_visible; ++w) selected[w] = w;
     }

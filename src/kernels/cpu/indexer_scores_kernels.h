@@ -1,0 +1,156 @@
+// The lightning indexer's scores over a SIMD traits type V (KernelTable::indexer_score_block;
+// IndexerScoresParams), included by each kernels_<isa>.cpp.
+//
+// Lanes are heads. The query, rounded to bf16, is laid out once per block by dimension: row d of
+// the layout holds every head's element d (heads padded with zeros to whole groups of kGroup
+// vectors). A key's dimensions are then broadcast one by one (levels with bf16 dot products: one
+// pair of dimensions at a time, V::DotPolicy) against those rows, each head's dot product growing
+// in its lane, so that a key costs one reduction over its heads instead of one per head:
+//   t = sum over head vectors v in order of w_v * max(acc_v, 0)  (lane-wise, FMA; a padded head
+//       adds an exact 0),   score = V::hsum(t).
+// Per key, the operations depend only on the query, the weights, the key and the shape: never on
+// which keys share a block, the block's bounds or the thread.
+#pragma once
+
+#ifdef __AVX512BF16__
+#include <immintrin.h>
+#endif
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include "core/aligned_vector.h"
+#include "core/dtype.h"
+#include "kernels/ops.h"
+
+namespace deepinfer::cpu {
+namespace {
+
+constexpr int kIndexerGroup = 4;  // head vectors per register group
+constexpr int kIndexerKeys = 4;   // keys per register tile
+
+template <class V>
+int64_t indexer_padded_heads(int n_heads) {
+  constexpr int64_t g = int64_t(kIndexerGroup) * V::kW;
+  return (n_heads + g - 1) / g * g;
+}
+
+// The f32 form: layout [dim][hp] of the bf16-rounded query widened (exact), products f32 FMAs.
+template <class V>
+void indexer_score_block_fma(const IndexerScoresParams& p, int64_t e_begin, int64_t e_end) {
+  using F = typename V::F;
+  const int64_t hp = indexer_padded_heads<V>(p.n_heads), d_len = p.dim;
+  thread_local AlignedVector<float> qt, wt;
+  qt.assign(size_t(d_len * hp), 0.0f);
+  wt.assign(size_t(hp), 0.0f);
+  for (int h = 0; h < p.n_heads; ++h) {
+    wt[size_t(h)] = p.head_weights[h];
+    for (int64_t d = 0; d < d_len; ++d) qt[size_t(d * hp + h)] = bf16_to_f32(f32_to_bf16(p.q[h * d_len + d]));
+  }
+  const auto tile = [&]<int E>(int64_t e0) __attribute__((always_inline)) {
+    F t[E];
+    for (int e = 0; e < E; ++e) t[e] = V::zero();
+    for (int64_t g = 0; g < hp; g += int64_t(kIndexerGroup) * V::kW) {
+      F acc[E][kIndexerGroup];
+#pragma GCC unroll 4
+      for (int e = 0; e < E; ++e)
+#pragma GCC unroll 4
+        for (int v = 0; v < kIndexerGroup; ++v) acc[e][v] = V::zero();
+      for (int64_t d = 0; d < d_len; ++d) {
+        F qv[kIndexerGroup];
+#pragma GCC unroll 4
+        for (int v = 0; v < kIndexerGroup; ++v) qv[v] = V::load(qt.data() + d * hp + g + v * V::kW);
+#pragma GCC unroll 4
+        for (int e = 0; e < E; ++e) {
+          const F k = V::bcast(bf16_to_f32(p.keys[e0 + e][d]));
+#pragma GCC unroll 4
+          for (int v = 0; v < kIndexerGroup; ++v) acc[e][v] = V::fma(k, qv[v], acc[e][v]);
+        }
+      }
+#pragma GCC unroll 4
+      for (int e = 0; e < E; ++e)
+#pragma GCC unroll 4
+        for (int v = 0; v < kIndexerGroup; ++v)
+          t[e] = V::fma(V::max(acc[e][v], V::zero()), V::load(wt.data() + g + v * V::kW), t[e]);
+    }
+    for (int e = 0; e < E; ++e) p.scores[e0 + e] = V::hsum(t[e]);
+  };
+  int64_t e = e_begin;
+  for (; e + kIndexerKeys <= e_end; e += kIndexerKeys) tile.template operator()<kIndexerKeys>(e);
+  for (; e < e_end; ++e) tile.template operator()<1>(e);
+}
+
+#ifdef __AVX512BF16__
+// The bf16 dot-product form (AVX-512 BF16 levels): layout [ceil(dim / 2)][hp] of 32-bit bf16 pairs (lane h:
+// the query's elements 2i and 2i + 1 of head h, zero past dim), each key's pair broadcast and
+// multiplied by V::DotPolicy (a lane adds its pair of exact products into its accumulator).
+template <class V>
+void indexer_score_block_pairs(const IndexerScoresParams& p, int64_t e_begin, int64_t e_end) {
+  using F = typename V::F;
+  using Dot = typename V::DotPolicy;
+  const int64_t hp = indexer_padded_heads<V>(p.n_heads), d_len = p.dim, n_pairs = (d_len + 1) / 2;
+  thread_local AlignedVector<uint32_t> qp;
+  thread_local AlignedVector<float> wt;
+  qp.assign(size_t(n_pairs * hp), 0u);
+  wt.assign(size_t(hp), 0.0f);
+  for (int h = 0; h < p.n_heads; ++h) {
+    wt[size_t(h)] = p.head_weights[h];
+    for (int64_t d = 0; d < d_len; ++d)
+      qp[size_t(d / 2 * hp + h)] |= uint32_t(f32_to_bf16(p.q[h * d_len + d])) << (16 * (d % 2));
+  }
+  // A key's pair i as one 32-bit word (the high half zero past dim).
+  const auto key_pair = [&](int64_t e, int64_t i) __attribute__((always_inline)) {
+    const uint16_t* k = p.keys[e] + 2 * i;
+    return 2 * i + 1 < d_len ? uint32_t(k[0]) | (uint32_t(k[1]) << 16) : uint32_t(k[0]);
+  };
+  const auto tile = [&]<int E>(int64_t e0) __attribute__((always_inline)) {
+    F t[E];
+    for (int e = 0; e < E; ++e) t[e] = V::zero();
+    for (int64_t g = 0; g < hp; g += int64_t(kIndexerGroup) * V::kW) {
+      F acc[E][kIndexerGroup];
+#pragma GCC unroll 4
+      for (int e = 0; e < E; ++e)
+#pragma GCC unroll 4
+        for (int v = 0; v < kIndexerGroup; ++v) acc[e][v] = V::zero();
+      for (int64_t i = 0; i < n_pairs; ++i) {
+#pragma GCC unroll 2
+        for (int part = 0; part < Dot::kParts; ++part) {
+          typename Dot::P qv[kIndexerGroup];
+#pragma GCC unroll 4
+          for (int v = 0; v < kIndexerGroup; ++v)
+            qv[v] = Dot::part(_mm512_load_si512(qp.data() + i * hp + g + v * V::kW), part);
+#pragma GCC unroll 4
+          for (int e = 0; e < E; ++e) {
+            const typename Dot::P k = Dot::part(_mm512_set1_epi32(int(key_pair(e0 + e, i))), part);
+#pragma GCC unroll 4
+            for (int v = 0; v < kIndexerGroup; ++v) acc[e][v] = Dot::madd(acc[e][v], k, qv[v]);
+          }
+        }
+      }
+#pragma GCC unroll 4
+      for (int e = 0; e < E; ++e)
+#pragma GCC unroll 4
+        for (int v = 0; v < kIndexerGroup; ++v)
+          t[e] = V::fma(V::max(acc[e][v], V::zero()), V::load(wt.data() + g + v * V::kW), t[e]);
+    }
+    for (int e = 0; e < E; ++e) p.scores[e0 + e] = V::hsum(t[e]);
+  };
+  int64_t e = e_begin;
+  for (; e + kIndexerKeys <= e_end; e += kIndexerKeys) tile.template operator()<kIndexerKeys>(e);
+  for (; e < e_end; ++e) tile.template operator()<1>(e);
+}
+
+#endif  // __AVX512BF16__
+
+// KernelTable::indexer_score_block: the pair form where V multiplies bf16 pairs, else the f32 one.
+template <class V>
+void indexer_score_block(const IndexerScoresParams& p, int64_t e_begin, int64_t e_end) {
+#ifdef __AVX512BF16__
+  if constexpr (requires { typename V::DotPolicy; }) return indexer_score_block_pairs<V>(p, e_begin, e_end);
+#endif
+  indexer_score_block_fma<V>(p, e_begin, e_end);
+}
+
+}  // namespace
+}  // namespace deepinfer::cpu
