@@ -16,6 +16,8 @@ namespace deepinfer::cpu {
 void indexer_scores(const IndexerScoresParams& p) {
   DI_CHECK(p.q != nullptr && p.head_weights != nullptr && p.scores != nullptr && (p.keys != nullptr || p.n_keys == 0));
   DI_CHECK_MSG(p.n_heads > 0 && p.dim > 0 && p.n_keys >= 0, "indexer scores need heads and a dimension");
+  DI_CHECK_MSG(p.key_dtype == DType::BF16 || (p.key_dtype == DType::F4_E2M1 && p.dim % 32 == 0),
+               "indexer keys are bf16, or FP4 with a multiple of 32 dimensions");
   const KernelTable& k = kernels();
   // Worth the threads' start-up (a few microseconds) from a few hundred thousand products on.
   const bool threads = !omp_in_parallel() && p.n_keys * p.n_heads * p.dim >= (int64_t(1) << 18);

@@ -1,15 +1,17 @@
 // The lightning indexer's scores over a SIMD traits type V (KernelTable::indexer_score_block;
-// IndexerScoresParams), included by each kernels_<isa>.cpp.
+// IndexerScoresParams), included by each kernels_<isa>.cpp after its fp4_widen header.
 //
-// Lanes are heads. The query, rounded to bf16, is laid out once per block by dimension: row d of
-// the layout holds every head's element d (heads padded with zeros to whole groups of kGroup
-// vectors). A key's dimensions are then broadcast one by one (levels with bf16 dot products: one
-// pair of dimensions at a time, V::DotPolicy) against those rows, each head's dot product growing
+// Lanes are heads. The query, rounded to bf16, is laid out once per call by dimension: row d of
+// the layout holds every head's element d (heads padded with zeros to whole groups of
+// kIndexerGroup vectors). A key's dimensions (levels with bf16 dot products: pairs of them,
+// V::DotPolicy) are then broadcast one by one against those rows, each head's dot product growing
 // in its lane, so that a key costs one reduction over its heads instead of one per head:
 //   t = sum over head vectors v in order of w_v * max(acc_v, 0)  (lane-wise, FMA; a padded head
 //       adds an exact 0),   score = V::hsum(t).
-// Per key, the operations depend only on the query, the weights, the key and the shape: never on
-// which keys share a block, the block's bounds or the thread.
+// FP4 keys are widened exactly first (Fp4Widen<V>; to bf16 for the pair form, to f32 for the FMA
+// form, as bf16 keys are), a register tile's keys at a time. Per key, the operations depend only
+// on the query, the weights, the key and the shape: never on which keys share a call or a tile,
+// nor on the thread.
 #pragma once
 
 #ifdef __AVX512BF16__
@@ -18,10 +20,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <type_traits>
 
 #include "core/aligned_vector.h"
 #include "core/dtype.h"
+#include "kernels/cpu/fp4_kernels.h"
 #include "kernels/ops.h"
 
 namespace deepinfer::cpu {
@@ -36,19 +38,34 @@ int64_t indexer_padded_heads(int n_heads) {
   return (n_heads + g - 1) / g * g;
 }
 
-// The f32 form: layout [dim][hp] of the bf16-rounded query widened (exact), products f32 FMAs.
+// Key e's packed nibbles and its scale bytes (IndexerScoresParams, F4_E2M1).
+inline const uint8_t* fp4_key(const IndexerScoresParams& p, int64_t e) { return static_cast<const uint8_t*>(p.keys[e]); }
+inline const uint8_t* fp4_key_scales(const IndexerScoresParams& p, int64_t e) { return fp4_key(p, e) + p.dim / 2; }
+
+// The f32 form: layout [dim][hp] of the bf16-rounded query widened (exact), the keys widened to f32
+// (exact), products f32 FMAs.
 template <class V>
 void indexer_score_block_fma(const IndexerScoresParams& p, int64_t e_begin, int64_t e_end) {
   using F = typename V::F;
   const int64_t hp = indexer_padded_heads<V>(p.n_heads), d_len = p.dim;
-  thread_local AlignedVector<float> qt, wt;
+  thread_local AlignedVector<float> qt, wt, kf;
   qt.assign(size_t(d_len * hp), 0.0f);
   wt.assign(size_t(hp), 0.0f);
+  kf.resize(size_t(kIndexerKeys * d_len));
   for (int h = 0; h < p.n_heads; ++h) {
     wt[size_t(h)] = p.head_weights[h];
     for (int64_t d = 0; d < d_len; ++d) qt[size_t(d * hp + h)] = bf16_to_f32(f32_to_bf16(p.q[h * d_len + d]));
   }
   const auto tile = [&]<int E>(int64_t e0) __attribute__((always_inline)) {
+    for (int e = 0; e < E; ++e) {
+      float* k = kf.data() + e * d_len;
+      if (p.key_dtype == DType::F4_E2M1) {
+        Fp4Widen<V>::to_f32(fp4_key(p, e0 + e), fp4_key_scales(p, e0 + e), d_len, k);
+      } else {
+        const uint16_t* kb = static_cast<const uint16_t*>(p.keys[e0 + e]);
+        for (int64_t d = 0; d < d_len; ++d) k[d] = bf16_to_f32(kb[d]);
+      }
+    }
     F t[E];
     for (int e = 0; e < E; ++e) t[e] = V::zero();
     for (int64_t g = 0; g < hp; g += int64_t(kIndexerGroup) * V::kW) {
@@ -63,7 +80,7 @@ void indexer_score_block_fma(const IndexerScoresParams& p, int64_t e_begin, int6
         for (int v = 0; v < kIndexerGroup; ++v) qv[v] = V::load(qt.data() + d * hp + g + v * V::kW);
 #pragma GCC unroll 4
         for (int e = 0; e < E; ++e) {
-          const F k = V::bcast(bf16_to_f32(p.keys[e0 + e][d]));
+          const F k = V::bcast(kf[size_t(e * d_len + d)]);
 #pragma GCC unroll 4
           for (int v = 0; v < kIndexerGroup; ++v) acc[e][v] = V::fma(k, qv[v], acc[e][v]);
         }
@@ -82,9 +99,9 @@ void indexer_score_block_fma(const IndexerScoresParams& p, int64_t e_begin, int6
 }
 
 #ifdef __AVX512BF16__
-// The bf16 dot-product form (AVX-512 BF16 levels): layout [ceil(dim / 2)][hp] of 32-bit bf16 pairs (lane h:
-// the query's elements 2i and 2i + 1 of head h, zero past dim), each key's pair broadcast and
-// multiplied by V::DotPolicy (a lane adds its pair of exact products into its accumulator).
+// The bf16 dot-product form (AVX-512 BF16 levels): layout [ceil(dim / 2)][hp] of 32-bit bf16 pairs
+// (lane h: the query's elements 2i and 2i + 1 of head h, zero past dim), each key's pair broadcast
+// and multiplied by V::DotPolicy (a lane adds its pair of exact products into its accumulator).
 template <class V>
 void indexer_score_block_pairs(const IndexerScoresParams& p, int64_t e_begin, int64_t e_end) {
   using F = typename V::F;
@@ -92,19 +109,30 @@ void indexer_score_block_pairs(const IndexerScoresParams& p, int64_t e_begin, in
   const int64_t hp = indexer_padded_heads<V>(p.n_heads), d_len = p.dim, n_pairs = (d_len + 1) / 2;
   thread_local AlignedVector<uint32_t> qp;
   thread_local AlignedVector<float> wt;
+  thread_local AlignedVector<uint16_t> kb;  // a tile's FP4 keys widened, [kIndexerKeys, dim]
   qp.assign(size_t(n_pairs * hp), 0u);
   wt.assign(size_t(hp), 0.0f);
+  kb.resize(size_t(kIndexerKeys * d_len));
   for (int h = 0; h < p.n_heads; ++h) {
     wt[size_t(h)] = p.head_weights[h];
     for (int64_t d = 0; d < d_len; ++d)
       qp[size_t(d / 2 * hp + h)] |= uint32_t(f32_to_bf16(p.q[h * d_len + d])) << (16 * (d % 2));
   }
-  // A key's pair i as one 32-bit word (the high half zero past dim).
-  const auto key_pair = [&](int64_t e, int64_t i) __attribute__((always_inline)) {
-    const uint16_t* k = p.keys[e] + 2 * i;
-    return 2 * i + 1 < d_len ? uint32_t(k[0]) | (uint32_t(k[1]) << 16) : uint32_t(k[0]);
-  };
   const auto tile = [&]<int E>(int64_t e0) __attribute__((always_inline)) {
+    const uint16_t* key[E];
+    for (int e = 0; e < E; ++e) {
+      if (p.key_dtype == DType::F4_E2M1) {
+        Fp4Widen<V>::to_bf16(fp4_key(p, e0 + e), fp4_key_scales(p, e0 + e), d_len, kb.data() + e * d_len);
+        key[e] = kb.data() + e * d_len;
+      } else {
+        key[e] = static_cast<const uint16_t*>(p.keys[e0 + e]);
+      }
+    }
+    // Key e's pair i as one 32-bit word (the high half zero past dim).
+    const auto key_pair = [&](int e, int64_t i) __attribute__((always_inline)) {
+      const uint16_t* k = key[e] + 2 * i;
+      return 2 * i + 1 < d_len ? uint32_t(k[0]) | (uint32_t(k[1]) << 16) : uint32_t(k[0]);
+    };
     F t[E];
     for (int e = 0; e < E; ++e) t[e] = V::zero();
     for (int64_t g = 0; g < hp; g += int64_t(kIndexerGroup) * V::kW) {
@@ -122,7 +150,7 @@ void indexer_score_block_pairs(const IndexerScoresParams& p, int64_t e_begin, in
             qv[v] = Dot::part(_mm512_load_si512(qp.data() + i * hp + g + v * V::kW), part);
 #pragma GCC unroll 4
           for (int e = 0; e < E; ++e) {
-            const typename Dot::P k = Dot::part(_mm512_set1_epi32(int(key_pair(e0 + e, i))), part);
+            const typename Dot::P k = Dot::part(_mm512_set1_epi32(int(key_pair(e, i))), part);
 #pragma GCC unroll 4
             for (int v = 0; v < kIndexerGroup; ++v) acc[e][v] = Dot::madd(acc[e][v], k, qv[v]);
           }
@@ -140,7 +168,6 @@ void indexer_score_block_pairs(const IndexerScoresParams& p, int64_t e_begin, in
   for (; e + kIndexerKeys <= e_end; e += kIndexerKeys) tile.template operator()<kIndexerKeys>(e);
   for (; e < e_end; ++e) tile.template operator()<1>(e);
 }
-
 #endif  // __AVX512BF16__
 
 // KernelTable::indexer_score_block: the pair form where V multiplies bf16 pairs, else the f32 one.

@@ -50,18 +50,24 @@ int indexer_select(Backend& backend, const IndexerWeights& w, const float* q, co
 }
 
 int indexer_select_bf16(Backend& backend, const IndexerWeights& w, const float* q, const float* head_weights,
-                        const uint16_t* const* keys, int n_entries, int32_t* selected, std::vector<float>& weights,
-                        std::vector<float>& scores) {
+                        const void* const* keys, DType key_dtype, int n_entries, int32_t* selected,
+                        std::vector<float>& weights, std::vector<float>& scores) {
   if (n_entries <= w.topk) {
     std::iota(selected, selected + n_entries, 0);
     return n_entries;
   }
+  indexer_scores_bf16(backend, w, q, head_weights, keys, key_dtype, n_entries, weights, scores);
+  return select_best(w, scores, n_entries, selected);
+}
+
+void indexer_scores_bf16(Backend& backend, const IndexerWeights& w, const float* q, const float* head_weights,
+                         const void* const* keys, DType key_dtype, int n_entries, std::vector<float>& weights,
+                         std::vector<float>& scores) {
   const float scale = score_scale(w);
   weights.resize(size_t(w.n_heads));
   for (int h = 0; h < w.n_heads; ++h) weights[size_t(h)] = head_weights[h] * scale;
   scores.resize(size_t(n_entries));
-  backend.indexer_scores({q, weights.data(), keys, scores.data(), w.n_heads, w.head_dim, n_entries});
-  return select_best(w, scores, n_entries, selected);
+  backend.indexer_scores({q, weights.data(), keys, key_dtype, scores.data(), w.n_heads, w.head_dim, n_entries});
 }
 
 }  // namespace deepinfer

@@ -35,12 +35,16 @@ int indexer_select(Backend& backend, const IndexerWeights& w, const float* q, co
                    const float* keys, int n_entries, int32_t* selected, std::vector<float>& dots,
                    std::vector<float>& scores);
 
-// indexer_select with bf16 keys (rows of head_dim, keys[i] entry i's, where the cache holds them)
-// and the query rounded to bf16 (bf16
-// activations over a bf16 cache): the scores by Backend::indexer_scores, with the same head
-// weights (times the same scale) and the same choice; `weights` and `scores` are scratch.
+// indexer_scores in bf16 products, by Backend::indexer_scores: keys[i] is entry i's key where it
+// lies (key_dtype BF16 or F4_E2M1, IndexerScoresParams' rows), the query rounded to bf16, the same
+// head weights times the same scale; `weights` is scratch.
+void indexer_scores_bf16(Backend& backend, const IndexerWeights& w, const float* q, const float* head_weights,
+                         const void* const* keys, DType key_dtype, int n_entries, std::vector<float>& weights,
+                         std::vector<float>& scores);
+
+// indexer_select on indexer_scores_bf16's scores (the same choice); `weights` and `scores` are scratch.
 int indexer_select_bf16(Backend& backend, const IndexerWeights& w, const float* q, const float* head_weights,
-                        const uint16_t* const* keys, int n_entries, int32_t* selected, std::vector<float>& weights,
-                        std::vector<float>& scores);
+                        const void* const* keys, DType key_dtype, int n_entries, int32_t* selected,
+                        std::vector<float>& weights, std::vector<float>& scores);
 
 }  // namespace deepinfer

@@ -311,7 +311,7 @@ void DeepseekV4Model::attention(int layer, const ForwardBatch& b, const KvCacheV
       for (int w = 0; w < s.n_ctx / ratio; ++w) {
         const uint8_t* e = slots_.index_key(kv, s, layer, w);
         const size_t at = s_.index_key_offset[si] + size_t(w);
-        if (bf16_index) s_.index_key_rows[at] = reinterpret_cast<const uint16_t*>(e);
+        if (bf16_index) s_.index_key_rows[at] = e;
         else load_latent(e, slot.key, 0, s_.index_keys.data() + at * size_t(ix.head_dim), ix.head_dim);
       }
     }
@@ -333,7 +333,7 @@ void DeepseekV4Model::attention(int layer, const ForwardBatch& b, const KvCacheV
       const size_t at = s_.index_key_offset[size_t(s_.row_seq[size_t(r)])];
       const float* iq_r = iq + r * ix.n_heads * ix.head_dim;
       n_selected = bf16_index ? indexer_select_bf16(backend_, ix, iq_r, iw + r * ix.n_heads, s_.index_key_rows.data() + at,
-                                                    n_visible, selected, rs.index_dots, rs.index_scores)
+                                                    DType::BF16, n_visible, selected, rs.index_dots, rs.index_scores)
                               : indexer_select(backend_, ix, iq_r, iw + r * ix.n_heads,
                                                s_.index_keys.data() + at * size_t(ix.head_dim), n_visible, selected,
                                                rs.index_dots, rs.index_scores);

@@ -90,7 +90,7 @@ class DeepseekV4Model final : public CausalLM {
     AlignedVector<float> streams, y, xn, out, post, comb, mixes, qr, q, kv, o, og, ckv, cscore, iq, iw, logits,
         expert_weights;
     std::vector<float> index_keys;          // per sequence: its indexer keys [n_ctx / 4, index_head_dim]
-    std::vector<const uint16_t*> index_key_rows;  // where they are scored in bf16: each key where cached
+    std::vector<const void*> index_key_rows;  // where they are scored in bf16: each key where cached
     std::vector<size_t> index_key_offset;   // [n_seqs + 1] into index_keys
     std::vector<int32_t> expert_ids, row_seq, neg_positions;
     std::vector<float> mtp_h, mtp_kv;         // write_mtp_state: h_{p-1} and K=V per row

@@ -16,7 +16,15 @@ namespace {
 struct RowScratch {  // per-thread buffers of one row
   std::vector<float> keys, scores, dots, index_keys;
   std::vector<int32_t> selected, order;
+  std::vector<const void*> key_rows;
 };
+
+// e2m1 keys and queries (the trained formats) are exact in bf16, so their scores run as bf16 dot
+// products (Backend::indexer_scores, on the cached keys in place) with the same products as in
+// f32; f32 keys stay in f32.
+bool scores_in_bf16(const V41KvLayout& l) {
+  return l.key_format == V41KvFormat::kFp4Ue8m0Block32 && l.query_format == l.key_format;
+}
 
 RowScratch& row_scratch() {
   thread_local RowScratch s;
@@ -105,16 +113,22 @@ void DeepseekV41Model::compress(int layer, const ForwardBatch& b, const KvCacheV
   }
   // Every sequence's indexer keys, dequantized, for this source and the layers re-indexing it
   // (the attention reads only the selected entries, from the cache).
+  const bool bf16 = scores_in_bf16(layout_);
+  const size_t per_key = bf16 ? 1 : size_t(ihd);  // key_offset's unit: rows, or f32 elements
   s_.key_offset.assign(b.seqs.size() + 1, 0);
   for (size_t si = 0; si < b.seqs.size(); ++si)
-    s_.key_offset[si + 1] = s_.key_offset[si] + size_t(b.seqs[si].n_ctx / r) * size_t(ihd);
-  sized(s_.keys, s_.key_offset.back());
+    s_.key_offset[si + 1] = s_.key_offset[si] + size_t(b.seqs[si].n_ctx / r) * per_key;
+  if (bf16) sized(s_.key_rows, s_.key_offset.back());
+  else sized(s_.keys, s_.key_offset.back());
 #pragma omp parallel for schedule(dynamic, 1) if (b.seqs.size() > 1)
   for (size_t si = 0; si < b.seqs.size(); ++si) {
     const BatchSequence& s = b.seqs[si];
-    for (int g = 0; g < s.n_ctx / r; ++g)
-      v41_kv_load(layout_.key_format, layout_.compressed_entry(kv, s, layer, g) + layout_.entry_bytes, int(ihd),
-                  s_.keys.data() + s_.key_offset[si] + size_t(g) * size_t(ihd));
+    for (int g = 0; g < s.n_ctx / r; ++g) {
+      const uint8_t* src = layout_.compressed_entry(kv, s, layer, g) + layout_.entry_bytes;
+      const size_t at = s_.key_offset[si] + size_t(g) * per_key;
+      if (bf16) s_.key_rows[at] = src;
+      else v41_kv_load(layout_.key_format, src, int(ihd), s_.keys.data() + at);
+    }
   }
 }
 
@@ -132,31 +146,46 @@ void DeepseekV41Model::index(int layer, const ForwardBatch& b, const float* xn, 
   const bool candidate_source = layer == c.candidate_source_layer_id;
   const bool in_candidates = c.candidate_source_layer_id >= 0 && layer > c.candidate_source_layer_id &&
                              c.kv_source_of(layer) == c.kv_source_of(c.candidate_source_layer_id);
+  const bool bf16 = scores_in_bf16(layout_);
 #pragma omp parallel for schedule(dynamic, 1) if (n > 1)
   for (int64_t i = 0; i < n; ++i) {
     const int si = s_.row_seq[size_t(i)];
     const int n_visible = (b.positions[size_t(i)] + 1) / r;
-    const float* keys = s_.keys.data() + s_.key_offset[size_t(si)];
+    const float* keys = bf16 ? nullptr : s_.keys.data() + s_.key_offset[size_t(si)];
+    const void* const* rows = bf16 ? s_.key_rows.data() + s_.key_offset[size_t(si)] : nullptr;
     const float* q = iq + i * IH * ihd;
+    const float* w = iw + i * IH;
     RowScratch& rs = row_scratch();
     std::vector<int32_t>& sel = s_.selected[size_t(i)];
     if (candidate_source) {
       const int n_blocks = (n_visible + c.candidate_block_size - 1) / c.candidate_block_size;
-      if (n_blocks > c.candidate_topk_blocks) indexer_scores(backend_, ix, q, iw + i * IH, keys, n_visible, rs.dots, rs.scores);
+      if (n_blocks > c.candidate_topk_blocks) {
+        if (bf16) indexer_scores_bf16(backend_, ix, q, w, rows, DType::F4_E2M1, n_visible, rs.dots, rs.scores);
+        else indexer_scores(backend_, ix, q, w, keys, n_visible, rs.dots, rs.scores);
+      }
       candidate_entries(rs.scores, n_visible, c.candidate_block_size, c.candidate_topk_blocks, s_.candidates[size_t(i)],
                         rs.order);
     }
     const std::vector<int32_t>& cand = s_.candidates[size_t(i)];
     if (in_candidates && !cand.empty()) {  // score only inside the candidate blocks
-      float* ck = sized(rs.index_keys, cand.size() * size_t(ihd));
-      for (size_t j = 0; j < cand.size(); ++j) std::copy_n(keys + size_t(cand[j]) * size_t(ihd), ihd, ck + j * size_t(ihd));
       int32_t* picked = sized(rs.selected, cand.size());
-      const int k = indexer_select(backend_, ix, q, iw + i * IH, ck, int(cand.size()), picked, rs.dots, rs.scores);
+      int k = 0;
+      if (bf16) {
+        const void** ck = sized(rs.key_rows, cand.size());
+        for (size_t j = 0; j < cand.size(); ++j) ck[j] = rows[cand[j]];
+        k = indexer_select_bf16(backend_, ix, q, w, ck, DType::F4_E2M1, int(cand.size()), picked, rs.dots, rs.scores);
+      } else {
+        float* ck = sized(rs.index_keys, cand.size() * size_t(ihd));
+        for (size_t j = 0; j < cand.size(); ++j) std::copy_n(keys + size_t(cand[j]) * size_t(ihd), ihd, ck + j * size_t(ihd));
+        k = indexer_select(backend_, ix, q, w, ck, int(cand.size()), picked, rs.dots, rs.scores);
+      }
       sel.resize(size_t(k));
       for (int j = 0; j < k; ++j) sel[size_t(j)] = cand[size_t(picked[j])];
     } else {
       sel.resize(size_t(n_visible));
-      sel.resize(size_t(indexer_select(backend_, ix, q, iw + i * IH, keys, n_visible, sel.data(), rs.dots, rs.scores)));
+      sel.resize(size_t(bf16 ? indexer_select_bf16(backend_, ix, q, w, rows, DType::F4_E2M1, n_visible, sel.data(), rs.dots,
+                                                   rs.scores)
+                             : indexer_select(backend_, ix, q, w, keys, n_visible, sel.data(), rs.dots, rs.scores)));
     }
   }
 }

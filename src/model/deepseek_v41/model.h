@@ -56,7 +56,7 @@ class DeepseekV41Model final : public CausalLM {
   // xn: the sublayer's normed input [n, hidden]; out: [n, hidden].
   void attention(int layer, const ForwardBatch& b, const KvCacheView& kv, const float* xn, float* out);
   // KV source: stores each row's compressor inputs, then the entries and keys of the groups
-  // that rows complete; then gathers every sequence's keys (s_.keys).
+  // that rows complete; then gathers every sequence's keys (s_.keys, or where cached s_.key_rows).
   void compress(int layer, const ForwardBatch& b, const KvCacheView& kv, const float* xn);
   // Index source: each row's selected entries of the latest source (s_.selected).
   void index(int layer, const ForwardBatch& b, const float* xn, const float* qr);
@@ -81,7 +81,8 @@ class DeepseekV41Model final : public CausalLM {
     AlignedVector<float> streams, y, xn, out, pre, pre_next, post, comb, mixes, qr, q, kv, o, og, logits,
         expert_weights, ckv, cscore, latent, ikey, iq, iw;
     std::vector<float> keys;                       // per sequence: the latest source's indexer keys [n_ctx / r, index_head_dim]
-    std::vector<size_t> key_offset;                // [n_seqs + 1] into keys
+    std::vector<size_t> key_offset;                // [n_seqs + 1] into keys, or key_rows in keys
+    std::vector<const void*> key_rows;             // instead, where e2m1 keys score in bf16: each key where cached
     std::vector<std::vector<int32_t>> selected;    // [n_rows] entries the compressed layers read
     std::vector<std::vector<int32_t>> candidates;  // [n_rows] entries of the candidate blocks; empty: all
     std::vector<int32_t> expert_ids, row_seq, neg_positions, group_rows, group_pos;
