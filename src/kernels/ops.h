@@ -215,18 +215,19 @@ struct SinkAttentionParams {
 };
 
 // The lightning indexer's scores in bf16 products (DeepSeek-V4 under bf16 activations over a bf16
-// cache; V4.1's e2m1 keys and queries, exact in bf16): every key's score
+// or fp8 cache; V4.1's e2m1 keys and queries, exact in bf16): every key's score
 //   scores[e] = sum_h head_weights[h] * relu(q_h . key_e),
-// the query rounded to bf16 (nearest even) and the keys as stored, each exact in bf16, so the
+// the query rounded to bf16 (nearest even) and the keys' codes as stored, each exact in bf16, so the
 // products are exact and only the f32 sums round (over each head's dimensions, then over the
-// heads). A key's score depends only on the query, the weights and that key: not on the other
+// heads; an fp8 key's dot products times its scale, one more rounding). A key's score depends only on the query, the weights and that key: not on the other
 // keys, the threads, nor on whether the call runs inside a parallel region.
 struct IndexerScoresParams {
   const float* q = nullptr;             // [n_heads, dim]
   const float* head_weights = nullptr;  // [n_heads]
   // [n_keys] rows, where they lie (e.g. in the cache): key_dtype BF16, dim bf16 elements; F4_E2M1
   // (dim a multiple of 32), dim / 2 bytes of e2m1 nibbles (even element in the low nibble) then
-  // dim / 32 UE8M0 scale bytes, element j = E2M1(nibble j) * 2^(scale[j / 32] - 127).
+  // dim / 32 UE8M0 scale bytes, element j = E2M1(nibble j) * 2^(scale[j / 32] - 127); F8_E4M3
+  // (dim <= 128), dim e4m3 codes then one f32 scale s (unaligned), element j = e4m3(code j) * s.
   const void* const* keys = nullptr;
   DType key_dtype = DType::BF16;
   float* scores = nullptr;              // [n_keys]

@@ -67,7 +67,8 @@ struct ModelOptions {
   // (projections, MLPs, experts, lm_head; not the MoE router, not the absorbed kv_b_proj) are
   // rounded to bf16, which AVX-512 BF16 and AMX CPUs multiply at 2x to 16x the f32 rate; with a
   // bf16 KV cache the attention scores are bf16 dot products too (queries rounded), and so are
-  // DeepSeek-V4's indexer scores (its query rounded, the cached bf16 keys as they are). Rounding an
+  // DeepSeek-V4's indexer scores over a bf16 or fp8 cache (its query rounded, the cached keys'
+  // codes as they are). Rounding an
   // fp8 layer's input to bf16 (8 significant bits) is far finer than what DeepSeek's own fp8
   // kernels do (inputs quantized to e4m3 per 128 values). Accuracy against f32 is measured in
   // tests/model/test_golden.py and bench/RESULTS.md; bitwise batch invariance holds either way.

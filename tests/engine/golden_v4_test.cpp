@@ -63,7 +63,7 @@ TEST_P(GoldenV4, BatchInvariantAmongOthersAndUnderPreemption) {
   expect_same_outputs(alone, together, (GetParam() + ", among 40 others with preemption").c_str());
 }
 
-// Under bf16 activations with the default bf16 cache (the indexer then scores bf16 keys,
+// Under bf16 activations with a bf16 or an fp8 cache (the indexer then scores the cached keys,
 // Backend::indexer_scores, and the prompts of 45 and 150 tokens select among their entries):
 // bitwise the same outputs alone, in chunks of 5 from a warm prefix cache, and among 40 others
 // under preemption.
@@ -72,20 +72,23 @@ TEST_P(GoldenV4, Bf16ActivationsChunkedCachedAndBatchedAreBitwiseTheSame) {
   bf16.activation_dtype = DType::BF16;
   const auto model = load(GetParam(), bf16);
   const auto requests = golden_requests(load_golden(GetParam()));
-  const auto alone = run_alone(*model, options(DType::BF16, 2048), requests);
-  auto chunked = make_core(*model, options(DType::BF16, 5, 16));
-  expect_same_outputs(alone, run_to_completion(*chunked, requests), (GetParam() + ", bf16, chunk 5").c_str());
-  expect_same_outputs(alone, run_to_completion(*chunked, requests, 100), (GetParam() + ", bf16, warm prefix cache").c_str());
-  auto all = requests;
-  const auto others = varied_requests(40, 23, model->info().vocab_size);
-  all.insert(all.end(), others.begin(), others.end());
-  EngineOptions tight = options(DType::BF16, 96, 16);
-  tight.kv_cache_memory_bytes = kv_budget_for_tokens(*model, tight, 1400);
-  auto core = make_core(*model, tight);
-  auto together = run_to_completion(*core, all);
-  EXPECT_GT(core->stats().n_preemptions, 0u);
-  together.resize(requests.size());
-  expect_same_outputs(alone, together, (GetParam() + ", bf16, among 40 others with preemption").c_str());
+  for (DType kv : {DType::BF16, DType::F8_E4M3}) {
+    const std::string what = GetParam() + ", bf16 activations, " + std::string(dtype_name(kv)) + " cache";
+    const auto alone = run_alone(*model, options(kv, 2048), requests);
+    auto chunked = make_core(*model, options(kv, 5, 16));
+    expect_same_outputs(alone, run_to_completion(*chunked, requests), (what + ", chunk 5").c_str());
+    expect_same_outputs(alone, run_to_completion(*chunked, requests, 100), (what + ", warm prefix cache").c_str());
+    auto all = requests;
+    const auto others = varied_requests(40, 23, model->info().vocab_size);
+    all.insert(all.end(), others.begin(), others.end());
+    EngineOptions tight = options(kv, 96, 16);
+    tight.kv_cache_memory_bytes = kv_budget_for_tokens(*model, tight, 1400);
+    auto core = make_core(*model, tight);
+    auto together = run_to_completion(*core, all);
+    EXPECT_GT(core->stats().n_preemptions, 0u) << what;
+    together.resize(requests.size());
+    expect_same_outputs(alone, together, (what + ", among 40 others with preemption").c_str());
+  }
 }
 
 EngineOptions with_mtp(EngineOptions o, int k) {

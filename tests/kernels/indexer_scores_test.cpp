@@ -1,4 +1,4 @@
-// Lightning-indexer scores with bf16 and FP4 keys (cpu::indexer_scores, KernelTable::indexer_score_block)
+// Lightning-indexer scores with bf16, FP4 and fp8 keys (cpu::indexer_scores, KernelTable::indexer_score_block)
 // on every ISA this CPU runs: against the formula in double over the bf16-rounded query and the
 // dequantized keys (the products are exact, so only the f32 sums may differ), relu applied per head
 // before the weighting, and each key's bits independent of the other keys, of the threads and of
@@ -31,7 +31,9 @@ struct Keys {
 };
 
 // Random keys: bf16 from normal floats; FP4 from random nibbles and scale bytes 124..130 (per 32
-// elements), dequantized exactly as IndexerScoresParams says.
+// elements); fp8 from random codes and a scale per key; dequantized as IndexerScoresParams says
+// (the fp8 values code * scale rounded to f32, which the kernels' acc * scale matches to one
+// rounding).
 Keys make_keys(const Case& c, DType dtype, uint32_t seed) {
   Keys k;
   k.dtype = dtype;
@@ -44,6 +46,23 @@ Keys make_keys(const Case& c, DType dtype, uint32_t seed) {
       const uint16_t b = f32_to_bf16(f[i]);
       std::memcpy(k.bytes.data() + 2 * i, &b, 2);
       k.values[i] = bf16_to_f32(b);
+    }
+    return k;
+  }
+  if (dtype == DType::F8_E4M3) {  // codes without NaN (0x7f, 0xff), one scale per key
+    std::mt19937 rng(seed);
+    k.row_bytes = c.dim + 4;
+    k.bytes.resize(size_t(c.keys * k.row_bytes));
+    for (int e = 0; e < c.keys; ++e) {
+      uint8_t* row = k.bytes.data() + e * k.row_bytes;
+      const float scale = 0.001f * float(1 + rng() % 100);
+      std::memcpy(row + c.dim, &scale, 4);
+      for (int j = 0; j < c.dim; ++j) {
+        uint8_t code = uint8_t(rng() & 0xff);
+        if ((code & 0x7f) == 0x7f) code = uint8_t(code - 1);
+        row[j] = code;
+        k.values[size_t(e * c.dim + j)] = fp8_e4m3_to_f32(code) * scale;
+      }
     }
     return k;
   }
@@ -110,17 +129,18 @@ class IndexerScores : public ::testing::TestWithParam<cpu::Isa> {
 // keys; bf16 keys, and FP4 keys where the dimension is a multiple of 32.
 TEST_P(IndexerScores, MatchesTheFormulaInDouble) {
   for (const Case& c : {Case{1, 1, 1}, Case{3, 7, 5}, Case{16, 64, 11}, Case{5, 33, 3}, Case{8, 32, 9}, Case{64, 128, 1000}})
-    for (DType dtype : {DType::BF16, DType::F4_E2M1}) {
-      if (dtype == DType::F4_E2M1 && c.dim % 32 != 0) continue;
+    for (DType dtype : {DType::BF16, DType::F4_E2M1, DType::F8_E4M3}) {
+      if ((dtype == DType::F4_E2M1 && c.dim % 32 != 0) || (dtype == DType::F8_E4M3 && c.dim > 128)) continue;
       const std::vector<float> q = random_floats(size_t(c.heads * c.dim), 1), w = random_floats(size_t(c.heads), 2);
       const Keys k = make_keys(c, dtype, 3);
       std::vector<double> size;
       const std::vector<double> want = reference(q, w, k, c, size);
       const std::vector<float> got = scores(q, w, k, 0, c);
-      // Each dot's sum rounds at most dim times and the weighted sum over the heads at most 2 x
-      // heads times, each by at most 2^-24 of a partial sum no larger than the size.
+      // Each dot's sum rounds at most dim times (fp8: then its scaling, and the reference's values
+      // once each) and the weighted sum over the heads at most 2 x heads times, each by at most
+      // 2^-24 of a partial sum no larger than the size.
       for (int e = 0; e < c.keys; ++e)
-        ASSERT_NEAR(got[size_t(e)], want[size_t(e)], (c.dim + 2 * c.heads) * 0x1p-24 * size[size_t(e)] + 1e-30)
+        ASSERT_NEAR(got[size_t(e)], want[size_t(e)], (c.dim + 2 * c.heads + 2) * 0x1p-24 * size[size_t(e)] + 1e-30)
             << dtype_name(dtype) << ", " << c.heads << " heads x " << c.dim << " over " << c.keys << " keys, key " << e;
     }
 }
@@ -138,11 +158,11 @@ TEST_P(IndexerScores, ReluDropsANegativeHeadBeforeItsWeight) {
 }
 
 // Each key's bits: the same with the other keys, alone, on one or two threads, and when the call
-// runs inside a parallel region (as the models call it, one row per thread); bf16 and FP4 keys.
+// runs inside a parallel region (as the models call it, one row per thread); bf16, FP4 and fp8 keys.
 TEST_P(IndexerScores, EachKeyIsBitwiseTheSameHoweverItIsRun) {
   const Case c{64, 128, 301};
   const std::vector<float> q = random_floats(size_t(c.heads * c.dim), 4), w = random_floats(size_t(c.heads), 5);
-  for (DType dtype : {DType::BF16, DType::F4_E2M1}) {
+  for (DType dtype : {DType::BF16, DType::F4_E2M1, DType::F8_E4M3}) {
     const Keys k = make_keys(c, dtype, 6);
     std::vector<float> all;
     {

@@ -16,8 +16,9 @@ namespace deepinfer::cpu {
 void indexer_scores(const IndexerScoresParams& p) {
   DI_CHECK(p.q != nullptr && p.head_weights != nullptr && p.scores != nullptr && (p.keys != nullptr || p.n_keys == 0));
   DI_CHECK_MSG(p.n_heads > 0 && p.dim > 0 && p.n_keys >= 0, "indexer scores need heads and a dimension");
-  DI_CHECK_MSG(p.key_dtype == DType::BF16 || (p.key_dtype == DType::F4_E2M1 && p.dim % 32 == 0),
-               "indexer keys are bf16, or FP4 with a multiple of 32 dimensions");
+  DI_CHECK_MSG(p.key_dtype == DType::BF16 || (p.key_dtype == DType::F4_E2M1 && p.dim % 32 == 0) ||
+                   (p.key_dtype == DType::F8_E4M3 && p.dim <= 128),
+               "indexer keys are bf16, FP4 with a multiple of 32 dimensions, or fp8 with one scale (128 dimensions at most)");
   const KernelTable& k = kernels();
   // Worth the threads' start-up (a few microseconds) from a few hundred thousand products on.
   const bool threads = !omp_in_parallel() && p.n_keys * p.n_heads * p.dim >= (int64_t(1) << 18);

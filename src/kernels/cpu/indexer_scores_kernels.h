@@ -8,8 +8,9 @@
 // in its lane, so that a key costs one reduction over its heads instead of one per head:
 //   t = sum over head vectors v in order of w_v * max(acc_v, 0)  (lane-wise, FMA; a padded head
 //       adds an exact 0),   score = V::hsum(t).
-// FP4 keys are widened exactly first (Fp4Widen<V>; to bf16 for the pair form, to f32 for the FMA
-// form, as bf16 keys are), a register tile's keys at a time. Per key, the operations depend only
+// FP4 and fp8 codes are widened exactly first (FP4 by Fp4Widen<V>; to bf16 for the pair form, to
+// f32 for the FMA form, as bf16 keys are), a register tile's keys at a time; an fp8 key's dot
+// products are then scaled by its scale before relu (acc * s, one rounding). Per key, the operations depend only
 // on the query, the weights, the key and the shape: never on which keys share a call or a tile,
 // nor on the thread.
 #pragma once
@@ -20,6 +21,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "core/aligned_vector.h"
 #include "core/dtype.h"
@@ -38,9 +40,14 @@ int64_t indexer_padded_heads(int n_heads) {
   return (n_heads + g - 1) / g * g;
 }
 
-// Key e's packed nibbles and its scale bytes (IndexerScoresParams, F4_E2M1).
-inline const uint8_t* fp4_key(const IndexerScoresParams& p, int64_t e) { return static_cast<const uint8_t*>(p.keys[e]); }
-inline const uint8_t* fp4_key_scales(const IndexerScoresParams& p, int64_t e) { return fp4_key(p, e) + p.dim / 2; }
+// Key e's bytes; FP4: its scale bytes after the nibbles; fp8: its scale after the codes, else 1.
+inline const uint8_t* key_bytes(const IndexerScoresParams& p, int64_t e) { return static_cast<const uint8_t*>(p.keys[e]); }
+inline const uint8_t* fp4_key_scales(const IndexerScoresParams& p, int64_t e) { return key_bytes(p, e) + p.dim / 2; }
+inline float key_scale(const IndexerScoresParams& p, int64_t e) {
+  float s = 1.0f;
+  if (p.key_dtype == DType::F8_E4M3) std::memcpy(&s, key_bytes(p, e) + p.dim, 4);
+  return s;
+}
 
 // The f32 form: layout [dim][hp] of the bf16-rounded query widened (exact), the keys widened to f32
 // (exact), products f32 FMAs.
@@ -60,12 +67,17 @@ void indexer_score_block_fma(const IndexerScoresParams& p, int64_t e_begin, int6
     for (int e = 0; e < E; ++e) {
       float* k = kf.data() + e * d_len;
       if (p.key_dtype == DType::F4_E2M1) {
-        Fp4Widen<V>::to_f32(fp4_key(p, e0 + e), fp4_key_scales(p, e0 + e), d_len, k);
+        Fp4Widen<V>::to_f32(key_bytes(p, e0 + e), fp4_key_scales(p, e0 + e), d_len, k);
+      } else if (p.key_dtype == DType::F8_E4M3) {
+        for (int64_t d = 0; d < d_len; ++d) k[d] = fp8_e4m3_to_f32(key_bytes(p, e0 + e)[d]);
       } else {
         const uint16_t* kb = static_cast<const uint16_t*>(p.keys[e0 + e]);
         for (int64_t d = 0; d < d_len; ++d) k[d] = bf16_to_f32(kb[d]);
       }
     }
+    const bool scaled = p.key_dtype == DType::F8_E4M3;
+    float scale[E];
+    for (int e = 0; e < E; ++e) scale[e] = key_scale(p, e0 + e);
     F t[E];
     for (int e = 0; e < E; ++e) t[e] = V::zero();
     for (int64_t g = 0; g < hp; g += int64_t(kIndexerGroup) * V::kW) {
@@ -88,8 +100,10 @@ void indexer_score_block_fma(const IndexerScoresParams& p, int64_t e_begin, int6
 #pragma GCC unroll 4
       for (int e = 0; e < E; ++e)
 #pragma GCC unroll 4
-        for (int v = 0; v < kIndexerGroup; ++v)
-          t[e] = V::fma(V::max(acc[e][v], V::zero()), V::load(wt.data() + g + v * V::kW), t[e]);
+        for (int v = 0; v < kIndexerGroup; ++v) {
+          const F dot = scaled ? V::mul(acc[e][v], V::bcast(scale[e])) : acc[e][v];
+          t[e] = V::fma(V::max(dot, V::zero()), V::load(wt.data() + g + v * V::kW), t[e]);
+        }
     }
     for (int e = 0; e < E; ++e) p.scores[e0 + e] = V::hsum(t[e]);
   };
@@ -109,7 +123,7 @@ void indexer_score_block_pairs(const IndexerScoresParams& p, int64_t e_begin, in
   const int64_t hp = indexer_padded_heads<V>(p.n_heads), d_len = p.dim, n_pairs = (d_len + 1) / 2;
   thread_local AlignedVector<uint32_t> qp;
   thread_local AlignedVector<float> wt;
-  thread_local AlignedVector<uint16_t> kb;  // a tile's FP4 keys widened, [kIndexerKeys, dim]
+  thread_local AlignedVector<uint16_t> kb;  // a tile's FP4 or fp8 keys widened, [kIndexerKeys, dim]
   qp.assign(size_t(n_pairs * hp), 0u);
   wt.assign(size_t(hp), 0.0f);
   kb.resize(size_t(kIndexerKeys * d_len));
@@ -118,11 +132,21 @@ void indexer_score_block_pairs(const IndexerScoresParams& p, int64_t e_begin, in
     for (int64_t d = 0; d < d_len; ++d)
       qp[size_t(d / 2 * hp + h)] |= uint32_t(f32_to_bf16(p.q[h * d_len + d])) << (16 * (d % 2));
   }
+  const typename V::Fp8Lut lut;
   const auto tile = [&]<int E>(int64_t e0) __attribute__((always_inline)) {
     const uint16_t* key[E];
     for (int e = 0; e < E; ++e) {
       if (p.key_dtype == DType::F4_E2M1) {
-        Fp4Widen<V>::to_bf16(fp4_key(p, e0 + e), fp4_key_scales(p, e0 + e), d_len, kb.data() + e * d_len);
+        Fp4Widen<V>::to_bf16(key_bytes(p, e0 + e), fp4_key_scales(p, e0 + e), d_len, kb.data() + e * d_len);
+        key[e] = kb.data() + e * d_len;
+      } else if (p.key_dtype == DType::F8_E4M3) {
+        for (int64_t d = 0; d < d_len; d += 64) {
+          __m512i w[2];
+          V::fp8x64_to_bf16(lut, key_bytes(p, e0 + e) + d, int(std::min<int64_t>(64, d_len - d)), w[0], w[1]);
+          for (int h = 0; h < 2 && d + 32 * h < d_len; ++h)  // the 32 elements from d + 32h, the tail masked
+            _mm512_mask_storeu_epi16(kb.data() + e * d_len + d + 32 * h,
+                                     __mmask32(d_len - d - 32 * h >= 32 ? ~0u : (1u << (d_len - d - 32 * h)) - 1u), w[h]);
+        }
         key[e] = kb.data() + e * d_len;
       } else {
         key[e] = static_cast<const uint16_t*>(p.keys[e0 + e]);
@@ -133,6 +157,9 @@ void indexer_score_block_pairs(const IndexerScoresParams& p, int64_t e_begin, in
       const uint16_t* k = key[e] + 2 * i;
       return 2 * i + 1 < d_len ? uint32_t(k[0]) | (uint32_t(k[1]) << 16) : uint32_t(k[0]);
     };
+    const bool scaled = p.key_dtype == DType::F8_E4M3;
+    float scale[E];
+    for (int e = 0; e < E; ++e) scale[e] = key_scale(p, e0 + e);
     F t[E];
     for (int e = 0; e < E; ++e) t[e] = V::zero();
     for (int64_t g = 0; g < hp; g += int64_t(kIndexerGroup) * V::kW) {
@@ -159,8 +186,10 @@ void indexer_score_block_pairs(const IndexerScoresParams& p, int64_t e_begin, in
 #pragma GCC unroll 4
       for (int e = 0; e < E; ++e)
 #pragma GCC unroll 4
-        for (int v = 0; v < kIndexerGroup; ++v)
-          t[e] = V::fma(V::max(acc[e][v], V::zero()), V::load(wt.data() + g + v * V::kW), t[e]);
+        for (int v = 0; v < kIndexerGroup; ++v) {
+          const F dot = scaled ? V::mul(acc[e][v], V::bcast(scale[e])) : acc[e][v];
+          t[e] = V::fma(V::max(dot, V::zero()), V::load(wt.data() + g + v * V::kW), t[e]);
+        }
     }
     for (int e = 0; e < E; ++e) p.scores[e0 + e] = V::hsum(t[e]);
   };

@@ -294,10 +294,11 @@ void DeepseekV4Model::attention(int layer, const ForwardBatch& b, const KvCacheV
     backend_.linear({xn, d, n, &ix.weights_proj, iw, ix.n_heads});
   }
 
-  // Under bf16 activations over a bf16 cache the indexer scores bf16 keys as cached against its
-  // query rounded to bf16 (Backend::indexer_scores); otherwise in f32.
-  const bool bf16_index = info_.activation_dtype == DType::BF16 && slot.key.dtype == DType::BF16;
-  // Each sequence's indexer keys, once for all of its rows: where the cache holds them (bf16), or
+  // Under bf16 activations over a bf16 or fp8 cache the indexer scores the keys where they are
+  // cached against its query rounded to bf16 (Backend::indexer_scores); otherwise in f32.
+  const bool bf16_index = info_.activation_dtype == DType::BF16 &&
+                          (slot.key.dtype == DType::BF16 || (slot.key.dtype == DType::F8_E4M3 && ix.head_dim <= 128));
+  // Each sequence's indexer keys, once for all of its rows: where the cache holds them (bf16 or fp8, scored in bf16 products), or
   // gathered as f32 [entries, index_head_dim]. index_key_offset counts keys.
   if (ratio == 4) {
     s_.index_key_offset.assign(b.seqs.size() + 1, 0);
@@ -333,7 +334,7 @@ void DeepseekV4Model::attention(int layer, const ForwardBatch& b, const KvCacheV
       const size_t at = s_.index_key_offset[size_t(s_.row_seq[size_t(r)])];
       const float* iq_r = iq + r * ix.n_heads * ix.head_dim;
       n_selected = bf16_index ? indexer_select_bf16(backend_, ix, iq_r, iw + r * ix.n_heads, s_.index_key_rows.data() + at,
-                                                    DType::BF16, n_visible, selected, rs.index_dots, rs.index_scores)
+                                                    slot.key.dtype, n_visible, selected, rs.index_dots, rs.index_scores)
                               : indexer_select(backend_, ix, iq_r, iw + r * ix.n_heads,
                                                s_.index_keys.data() + at * size_t(ix.head_dim), n_visible, selected,
                                                rs.index_dots, rs.index_scores);

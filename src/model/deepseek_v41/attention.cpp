@@ -111,8 +111,9 @@ void DeepseekV41Model::compress(int layer, const ForwardBatch& b, const KvCacheV
       v41_kv_store(layout_.key_format, key + j * ihd, int(ihd), e + layout_.entry_bytes);
     }
   }
-  // Every sequence's indexer keys, dequantized, for this source and the layers re-indexing it
-  // (the attention reads only the selected entries, from the cache).
+  // Every sequence's indexer keys for this source and the layers re-indexing it: where the cache
+  // holds them (e2m1, scored in bf16 products), else dequantized (the attention reads only the
+  // selected entries, from the cache).
   const bool bf16 = scores_in_bf16(layout_);
   const size_t per_key = bf16 ? 1 : size_t(ihd);  // key_offset's unit: rows, or f32 elements
   s_.key_offset.assign(b.seqs.size() + 1, 0);
