@@ -49,6 +49,52 @@ inline float key_scale(const IndexerScoresParams& p, int64_t e) {
   return s;
 }
 
+// t[e] += w_v * relu(acc[e][v]) (acc times key e's scale first for fp8 keys) over a group's head
+// vectors v in order; w: the group's first head weight.
+template <class V, int E>
+__attribute__((always_inline)) inline void close_head_group(typename V::F (&acc)[E][kIndexerGroup], bool scaled,
+                                                            const float (&scale)[E], const float* w,
+                                                            typename V::F (&t)[E]) {
+#pragma GCC unroll 4
+  for (int e = 0; e < E; ++e)
+#pragma GCC unroll 4
+    for (int v = 0; v < kIndexerGroup; ++v) {
+      const typename V::F dot = scaled ? V::mul(acc[e][v], V::bcast(scale[e])) : acc[e][v];
+      t[e] = V::fma(V::max(dot, V::zero()), V::load(w + v * V::kW), t[e]);
+    }
+}
+
+// scores[e0 + e], e < E: per group g of head vectors, dots(g, acc) adds the keys' dot products
+// with the group's heads to acc (from zero), then close_head_group; V::hsum of the sums.
+template <class V, int E, class Dots>
+__attribute__((always_inline)) inline void score_tile(const IndexerScoresParams& p, int64_t e0, int64_t hp,
+                                                      const float* w, Dots&& dots) {
+  using F = typename V::F;
+  const bool scaled = p.key_dtype == DType::F8_E4M3;
+  float scale[E];
+  for (int e = 0; e < E; ++e) scale[e] = key_scale(p, e0 + e);
+  F t[E];
+  for (int e = 0; e < E; ++e) t[e] = V::zero();
+  for (int64_t g = 0; g < hp; g += int64_t(kIndexerGroup) * V::kW) {
+    F acc[E][kIndexerGroup];
+#pragma GCC unroll 4
+    for (int e = 0; e < E; ++e)
+#pragma GCC unroll 4
+      for (int v = 0; v < kIndexerGroup; ++v) acc[e][v] = V::zero();
+    dots(g, acc);
+    close_head_group<V, E>(acc, scaled, scale, w + g, t);
+  }
+  for (int e = 0; e < E; ++e) p.scores[e0 + e] = V::hsum(t[e]);
+}
+
+// tile.operator()<E>(e0) over keys [e_begin, e_end): register tiles of kIndexerKeys, then one by one.
+template <class Tile>
+__attribute__((always_inline)) inline void for_key_tiles(int64_t e_begin, int64_t e_end, Tile&& tile) {
+  int64_t e = e_begin;
+  for (; e + kIndexerKeys <= e_end; e += kIndexerKeys) tile.template operator()<kIndexerKeys>(e);
+  for (; e < e_end; ++e) tile.template operator()<1>(e);
+}
+
 // The f32 form: layout [dim][hp] of the bf16-rounded query widened (exact), the keys widened to f32
 // (exact), products f32 FMAs.
 template <class V>
@@ -75,17 +121,7 @@ void indexer_score_block_fma(const IndexerScoresParams& p, int64_t e_begin, int6
         for (int64_t d = 0; d < d_len; ++d) k[d] = bf16_to_f32(kb[d]);
       }
     }
-    const bool scaled = p.key_dtype == DType::F8_E4M3;
-    float scale[E];
-    for (int e = 0; e < E; ++e) scale[e] = key_scale(p, e0 + e);
-    F t[E];
-    for (int e = 0; e < E; ++e) t[e] = V::zero();
-    for (int64_t g = 0; g < hp; g += int64_t(kIndexerGroup) * V::kW) {
-      F acc[E][kIndexerGroup];
-#pragma GCC unroll 4
-      for (int e = 0; e < E; ++e)
-#pragma GCC unroll 4
-        for (int v = 0; v < kIndexerGroup; ++v) acc[e][v] = V::zero();
+    score_tile<V, E>(p, e0, hp, wt.data(), [&](int64_t g, F (&acc)[E][kIndexerGroup]) __attribute__((always_inline)) {
       for (int64_t d = 0; d < d_len; ++d) {
         F qv[kIndexerGroup];
 #pragma GCC unroll 4
@@ -97,19 +133,9 @@ void indexer_score_block_fma(const IndexerScoresParams& p, int64_t e_begin, int6
           for (int v = 0; v < kIndexerGroup; ++v) acc[e][v] = V::fma(k, qv[v], acc[e][v]);
         }
       }
-#pragma GCC unroll 4
-      for (int e = 0; e < E; ++e)
-#pragma GCC unroll 4
-        for (int v = 0; v < kIndexerGroup; ++v) {
-          const F dot = scaled ? V::mul(acc[e][v], V::bcast(scale[e])) : acc[e][v];
-          t[e] = V::fma(V::max(dot, V::zero()), V::load(wt.data() + g + v * V::kW), t[e]);
-        }
-    }
-    for (int e = 0; e < E; ++e) p.scores[e0 + e] = V::hsum(t[e]);
+    });
   };
-  int64_t e = e_begin;
-  for (; e + kIndexerKeys <= e_end; e += kIndexerKeys) tile.template operator()<kIndexerKeys>(e);
-  for (; e < e_end; ++e) tile.template operator()<1>(e);
+  for_key_tiles(e_begin, e_end, tile);
 }
 
 #ifdef __AVX512BF16__
@@ -157,17 +183,7 @@ void indexer_score_block_pairs(const IndexerScoresParams& p, int64_t e_begin, in
       const uint16_t* k = key[e] + 2 * i;
       return 2 * i + 1 < d_len ? uint32_t(k[0]) | (uint32_t(k[1]) << 16) : uint32_t(k[0]);
     };
-    const bool scaled = p.key_dtype == DType::F8_E4M3;
-    float scale[E];
-    for (int e = 0; e < E; ++e) scale[e] = key_scale(p, e0 + e);
-    F t[E];
-    for (int e = 0; e < E; ++e) t[e] = V::zero();
-    for (int64_t g = 0; g < hp; g += int64_t(kIndexerGroup) * V::kW) {
-      F acc[E][kIndexerGroup];
-#pragma GCC unroll 4
-      for (int e = 0; e < E; ++e)
-#pragma GCC unroll 4
-        for (int v = 0; v < kIndexerGroup; ++v) acc[e][v] = V::zero();
+    score_tile<V, E>(p, e0, hp, wt.data(), [&](int64_t g, F (&acc)[E][kIndexerGroup]) __attribute__((always_inline)) {
       for (int64_t i = 0; i < n_pairs; ++i) {
 #pragma GCC unroll 2
         for (int part = 0; part < Dot::kParts; ++part) {
@@ -183,19 +199,9 @@ void indexer_score_block_pairs(const IndexerScoresParams& p, int64_t e_begin, in
           }
         }
       }
-#pragma GCC unroll 4
-      for (int e = 0; e < E; ++e)
-#pragma GCC unroll 4
-        for (int v = 0; v < kIndexerGroup; ++v) {
-          const F dot = scaled ? V::mul(acc[e][v], V::bcast(scale[e])) : acc[e][v];
-          t[e] = V::fma(V::max(dot, V::zero()), V::load(wt.data() + g + v * V::kW), t[e]);
-        }
-    }
-    for (int e = 0; e < E; ++e) p.scores[e0 + e] = V::hsum(t[e]);
+    });
   };
-  int64_t e = e_begin;
-  for (; e + kIndexerKeys <= e_end; e += kIndexerKeys) tile.template operator()<kIndexerKeys>(e);
-  for (; e < e_end; ++e) tile.template operator()<1>(e);
+  for_key_tiles(e_begin, e_end, tile);
 }
 #endif  // __AVX512BF16__
 
