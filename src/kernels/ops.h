@@ -220,7 +220,8 @@ struct SinkAttentionParams {
 // the query rounded to bf16 (nearest even) and the keys' codes as stored, each exact in bf16, so the
 // products are exact and only the f32 sums round (over each head's dimensions, then over the
 // heads; an fp8 key's dot products times its scale, one more rounding). A key's score depends only on the query, the weights and that key: not on the other
-// keys, the threads, nor on whether the call runs inside a parallel region.
+// keys, the threads, nor on whether the call runs inside a parallel region. On AMX tiles a query
+// element or key value below 2^-126 (subnormal) counts as zero, as TDPBF16PS reads it.
 struct IndexerScoresParams {
   const float* q = nullptr;             // [n_heads, dim]
   const float* head_weights = nullptr;  // [n_heads]

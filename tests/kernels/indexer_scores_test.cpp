@@ -125,10 +125,12 @@ class IndexerScores : public ::testing::TestWithParam<cpu::Isa> {
 };
 
 // Shapes: one head and one dimension, odd dimensions (a last half pair), heads that fill no whole
-// register group, fewer keys than a register tile, and DeepSeek-V4's 64 heads of 128 over 1000
-// keys; bf16 keys, and FP4 keys where the dimension is a multiple of 32.
+// register group, fewer keys than a register tile, more head groups than the amx level's
+// accumulator tiles (80 heads: five groups of 16, two passes), and DeepSeek-V4's 64 heads of 128
+// over 1000 keys; bf16 keys, and FP4 keys where the dimension is a multiple of 32.
 TEST_P(IndexerScores, MatchesTheFormulaInDouble) {
-  for (const Case& c : {Case{1, 1, 1}, Case{3, 7, 5}, Case{16, 64, 11}, Case{5, 33, 3}, Case{8, 32, 9}, Case{64, 128, 1000}})
+  for (const Case& c : {Case{1, 1, 1}, Case{3, 7, 5}, Case{16, 64, 11}, Case{5, 33, 3}, Case{8, 32, 9}, Case{80, 64, 37},
+                        Case{64, 128, 1000}})
     for (DType dtype : {DType::BF16, DType::F4_E2M1, DType::F8_E4M3}) {
       if ((dtype == DType::F4_E2M1 && c.dim % 32 != 0) || (dtype == DType::F8_E4M3 && c.dim > 128)) continue;
       const std::vector<float> q = random_floats(size_t(c.heads * c.dim), 1), w = random_floats(size_t(c.heads), 2);
