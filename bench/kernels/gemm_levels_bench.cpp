@@ -11,7 +11,7 @@
 // - the V2-Lite MoE layer (64 experts of 1408, top-6, 2 shared) at m = 1 .. 512 (ms);
 // - with AMX, the share of the amx level's per-call weight-panel copy in a linear call (what
 //   repacking the weights at load would save at most);
-// - fp8 (e4m3, 128 x 128 scale blocks), int8 (I8_SM, a scale per row and 128 columns: the
+// - fp8 (e4m3, 128 x 128 scale blocks, and 32 x 32 as DeepSeek-V4.1's), int8 (I8_SM, a scale per row and 128 columns: the
 //   requantized lm_head) and FP4 (e2m1, UE8M0 per 32) weights with bf16 activations
 //   on every level, against bf16 on the top one: GEMV at m = 1, 2, 4, 6, 8, 16 (GB/s of stored
 //   bytes, scales included, 1 GiB of them in rotation, next to a 4-stream read-bandwidth probe over
@@ -97,18 +97,19 @@ struct Level {
   cpu::Isa isa;
 };
 
-// `count` fp8 (128 x 128 blocks), int8 (I8_SM, the requantized lm_head's 1 x 128 blocks) or FP4
-// matrices [n_out, n_in] with bf16 activations: random codes (no NaN), scales near 2^-8.
+// `count` fp8 (128 x 128 blocks, DeepSeek-V3's and V4's; or fp8_block x fp8_block, 32 for V4.1's),
+// int8 (I8_SM, the requantized lm_head's 1 x 128 blocks) or FP4 matrices [n_out, n_in] with bf16
+// activations: random codes (no NaN), scales near 2^-8.
 struct LowBitWeights {
   std::vector<uint8_t> data, e8m0;
   std::vector<float> scale_inv;
   std::vector<LinearWeight> w;
   int64_t bytes_per_matrix = 0;  // stored bytes, scales included
-  LowBitWeights(DType dtype, int count, int64_t n_out, int64_t n_in, uint32_t seed) {
+  LowBitWeights(DType dtype, int count, int64_t n_out, int64_t n_in, uint32_t seed, int fp8_block = 128) {
     const bool fp8 = has_block_scales(dtype), int8 = dtype == DType::I8_SM;
     const int64_t data_bytes = fp8 ? n_out * n_in : n_out * n_in / 2;
     const int64_t n_scales = int8 ? n_out * ((n_in + 127) / 128)
-                             : fp8 ? (n_out + 127) / 128 * ((n_in + 127) / 128)
+                             : fp8 ? (n_out + fp8_block - 1) / fp8_block * ((n_in + fp8_block - 1) / fp8_block)
                                    : n_out * n_in / 32;
     bytes_per_matrix = data_bytes + n_scales * (fp8 ? 4 : 1);
     data.resize(size_t(count * data_bytes));
@@ -128,6 +129,7 @@ struct LowBitWeights {
       lw.n_out = n_out;
       lw.n_in = n_in;
       if (int8) lw.block_rows = 1;
+      else if (fp8) lw.block_rows = lw.block_cols = fp8_block;
       if (fp8) lw.scale_inv = scale_inv.data() + size_t(i) * size_t(n_scales);
       else lw.scale_e8m0 = e8m0.data() + size_t(i) * size_t(n_scales);
       w.push_back(lw);
@@ -314,13 +316,15 @@ double read_probe_gbs() {
 
 // bf16 weights on the first level, then fp8, int8 and FP4 weights on every level.
 std::vector<Variant> lowbit_variants(const std::vector<Level>& levels, const Weights& bf16, const LowBitWeights& fp8,
-                                     const LowBitWeights& int8, const LowBitWeights& fp4, double bf16_bytes) {
+                                     const LowBitWeights& fp8_32, const LowBitWeights& int8, const LowBitWeights& fp4,
+                                     double bf16_bytes) {
   static std::vector<std::string> names;  // the Variants point into it
   names.clear();
-  names.reserve(4 + 3 * levels.size());
+  names.reserve(5 + 4 * levels.size());
   names.push_back(std::string("bf16 ") + levels[0].name);
   std::vector<Variant> vs = {{names.back().c_str(), levels[0].isa, &bf16.w, bf16_bytes}};
-  for (const auto& [fmt, lw] : {std::pair<const char*, const LowBitWeights*>{"fp8 ", &fp8}, {"int8 ", &int8}, {"fp4 ", &fp4}}) {
+  for (const auto& [fmt, lw] : {std::pair<const char*, const LowBitWeights*>{"fp8 ", &fp8}, {"fp8 32x32 ", &fp8_32},
+                                 {"int8 ", &int8}, {"fp4 ", &fp4}}) {
     for (const Level& l : levels) {
       names.push_back(fmt + std::string(l.name));
       vs.push_back({names.back().c_str(), l.isa, &lw->w, bf16_bytes > 0 ? double(lw->bytes_per_matrix) : 0});
@@ -339,12 +343,14 @@ void lowbit_section(const std::vector<Level>& levels, int reps, bool quick) {
     const auto rotation = [&](double bytes) { return int((int64_t(1) << 30) / int64_t(bytes)); };
     Weights bf16(rotation(double(n_out * n_in * 2)), n_out, n_in, 7);
     LowBitWeights fp8(DType::F8_E4M3, rotation(double(n_out * n_in)), n_out, n_in, 9);
+    LowBitWeights fp8_32(DType::F8_E4M3, rotation(double(n_out * n_in)), n_out, n_in, 9, 32);
     LowBitWeights int8(DType::I8_SM, rotation(double(n_out * n_in)), n_out, n_in, 10);
     LowBitWeights fp4(DType::F4_E2M1, rotation(double(n_out * n_in) * 17 / 32), n_out, n_in, 13);
     fp8.relay_for(levels);
+    fp8_32.relay_for(levels);
     int8.relay_for(levels);
     fp4.relay_for(levels);
-    const std::vector<Variant> vs = lowbit_variants(levels, bf16, fp8, int8, fp4, double(n_out * n_in * 2));
+    const std::vector<Variant> vs = lowbit_variants(levels, bf16, fp8, fp8_32, int8, fp4, double(n_out * n_in * 2));
     std::vector<double> probe;
     for (int r = 0; r < reps; ++r) probe.push_back(read_probe_gbs());
     std::printf("read-bandwidth probe (4 streams, 1 GiB): %.1f GB/s per CPU second\n", median(probe));
@@ -366,12 +372,13 @@ void lowbit_section(const std::vector<Level>& levels, int reps, bool quick) {
   }
   const int64_t n_out = 2816, n_in = 2048;
   Weights bf16(1, n_out, n_in, 11);
-  LowBitWeights fp8(DType::F8_E4M3, 1, n_out, n_in, 9), int8(DType::I8_SM, 1, n_out, n_in, 10),
-      fp4(DType::F4_E2M1, 1, n_out, n_in, 13);
+  LowBitWeights fp8(DType::F8_E4M3, 1, n_out, n_in, 9), fp8_32(DType::F8_E4M3, 1, n_out, n_in, 9, 32),
+      int8(DType::I8_SM, 1, n_out, n_in, 10), fp4(DType::F4_E2M1, 1, n_out, n_in, 13);
   fp8.relay_for(levels);
+  fp8_32.relay_for(levels);
   int8.relay_for(levels);
   fp4.relay_for(levels);
-  const std::vector<Variant> vs = lowbit_variants(levels, bf16, fp8, int8, fp4, 0);
+  const std::vector<Variant> vs = lowbit_variants(levels, bf16, fp8, fp8_32, int8, fp4, 0);
   for (int64_t m : quick ? std::vector<int64_t>{8, 64, 256} : std::vector<int64_t>{8, 16, 64, 256, 512}) {
     const std::vector<float> x = activations(m * n_in, 5);
     std::vector<float> y(size_t(m * n_out));
