@@ -189,5 +189,25 @@ TEST_P(IndexerScores, EachKeyIsBitwiseTheSameHoweverItIsRun) {
 INSTANTIATE_TEST_SUITE_P(Isas, IndexerScores, ::testing::ValuesIn(kAllIsas),
                          [](const auto& info) { return isa_test_name(info.param); });
 
+// On AMX tiles (skipped elsewhere) a subnormal query element or bf16 key value counts as zero, as
+// TDPBF16PS reads it (IndexerScoresParams): the score of 2^-130 x 2^100 is 0 there, where the
+// vector levels give 2^-30.
+class IndexerScoresAmx : public AmxLevelTest {};
+TEST_F(IndexerScoresAmx, SubnormalQueryElementsAndKeysCountAsZero) {
+  const Case c{1, 2, 1};
+  const std::vector<float> w = {1.0f};
+  for (bool subnormal_key : {false, true}) {
+    const float tiny = std::ldexp(1.0f, -130), big = std::ldexp(1.0f, 100);
+    const std::vector<float> q = {subnormal_key ? big : tiny, 0.0f};
+    const uint16_t row[2] = {f32_to_bf16(subnormal_key ? tiny : big), 0};
+    ASSERT_EQ(bf16_to_f32(row[0]), subnormal_key ? tiny : big) << "the key holds the value exactly";
+    Keys k;
+    k.row_bytes = 4;
+    k.bytes.resize(4);
+    std::memcpy(k.bytes.data(), row, 4);
+    EXPECT_EQ(scores(q, w, k, 0, c)[0], 0.0f) << (subnormal_key ? "subnormal key" : "subnormal query element");
+  }
+}
+
 }  // namespace
 }  // namespace deepinfer::test
