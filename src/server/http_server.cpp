@@ -227,8 +227,6 @@ class Session : public std::enable_shared_from_this<Session> {
     for (auto& cb : callbacks) cb();
   }
 
-  // After an early error answer, stop sending but read (and drop) what the client is still
-  // sending for a moment, so that it sees the answer instead of a reset.
   // A request handed to the handler counts until its whole answer is on the socket or its
   // client has gone.
   void begin_response() {
@@ -240,6 +238,8 @@ class Session : public std::enable_shared_from_this<Session> {
     responding_ = false;
   }
 
+  // After an early error answer, stop sending but read (and drop) what the client is still
+  // sending for a moment, so that it sees the answer instead of a reset.
   void linger() {
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);

@@ -36,7 +36,7 @@ int indexer_select(Backend& backend, const IndexerWeights& w, const float* q, co
                    std::vector<float>& scores);
 
 // indexer_scores in bf16 products, by Backend::indexer_scores: keys[i] is entry i's key where it
-// lies (key_dtype BF16 or F4_E2M1, IndexerScoresParams' rows), the query rounded to bf16, the same
+// lies (key_dtype BF16, F4_E2M1 or F8_E4M3, IndexerScoresParams' rows), the query rounded to bf16, the same
 // head weights times the same scale; `weights` is scratch.
 void indexer_scores_bf16(Backend& backend, const IndexerWeights& w, const float* q, const float* head_weights,
                          const void* const* keys, DType key_dtype, int n_entries, std::vector<float>& weights,
