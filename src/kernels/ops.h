@@ -43,8 +43,10 @@ struct LinearWeight {
   // [32c, 32c + 32): fp8 and int8 512 code bytes at data + 512 b in pair order (columns 32c + 2p and
   // 32c + 2p + 1 of row 16t + r at bytes 32p + 2r and 32p + 2r + 1: the tiles' B operand), zero past
   // n_out and n_in (scale_inv: a copy of the stored scales, after the blocks); FP4 256 bytes of
-  // nibbles at data + 256 b, row after row, the 16 rows' scale bytes at scale_e8m0 + 16 b (after the
-  // blocks), zero nibbles past n_out. The same values as stored, so every output keeps its bits.
+  // nibbles at data + 256 b, four 64-byte groups of 4 rows (16-bit word l of group g holds column
+  // 32c + l of row 16t + 4g + j in bits 4j .. 4j + 3), the 16 rows' scale bytes at scale_e8m0 + 16 b
+  // (after the blocks), zero nibbles past n_out. The same values as stored, so every output keeps
+  // its bits.
   bool tile_major = false;
 };
 

@@ -179,9 +179,10 @@ void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b) 
 }
 
 // w (fp8, int8 or FP4) relaid tile-major (cpu::relay_weight) into buf (filled with 0xff first),
-// checked byte for byte against LinearWeight::tile_major's layout: the bytes of rows 16t..16t + 15,
-// columns [32c, 32c + 32) in block (t * kc + c) (codes in pair order, FP4 nibbles row after row),
-// zero past n_out and n_in; then the fp8 and int8 scales (a copy) or the FP4 blocks' scale bytes.
+// checked against LinearWeight::tile_major's layout: the values of rows 16t..16t + 15, columns
+// [32c, 32c + 32) in block (t * kc + c) (codes in pair order; FP4 nibbles in groups of 4 rows, a
+// 16-bit word per column), zero past n_out and n_in; then the fp8 and int8 scales (a copy) or the
+// FP4 blocks' scale bytes.
 LinearWeight tile_major(const LinearWeight& w, AlignedVector<uint8_t>& buf) {
   buf.assign(cpu::relaid_bytes(w), 0xff);
   EXPECT_FALSE(buf.empty()) << "the level relays this weight with bf16 activations";
@@ -192,17 +193,25 @@ LinearWeight tile_major(const LinearWeight& w, AlignedVector<uint8_t>& buf) {
   const int64_t kc = (w.n_in + 31) / 32, blocks = (w.n_out + 15) / 16 * kc, row_bytes = fp8 ? w.n_in : w.n_in / 2;
   const int64_t chunk = fp8 ? 32 : 16, block = 16 * chunk;
   const uint8_t* stored = static_cast<const uint8_t*>(w.data);
-  for (int64_t i = 0; i < blocks * block; ++i) {
-    // fp8 and int8 in pair order: byte 32p + 2r + e of a block is column 2p + e of row r.
-    const int64_t b = i / block, in = i % block;
-    const int64_t row = b / kc * 16 + (fp8 ? in % 32 / 2 : in / chunk);
-    const int64_t at = b % kc * chunk + (fp8 ? in / 32 * 2 + in % 2 : in % chunk);
-    const uint8_t want = row < w.n_out && at < row_bytes ? stored[row * row_bytes + at] : 0;
-    if (buf[size_t(i)] != want) {
-      ADD_FAILURE() << "byte " << i << " (row " << row << ", byte " << at << " of it): " << int(buf[size_t(i)]) << ", want " << int(want);
-      break;
-    }
-  }
+  // Value (code byte or nibble) j of the block's row r as relaid, and as stored (0 past the matrix).
+  const auto relaid = [&](int64_t b, int64_t r, int64_t j) -> int {
+    const uint8_t* at = buf.data() + b * block;
+    if (fp8) return at[j / 2 * 32 + 2 * r + j % 2];  // byte 32p + 2r + e: column 2p + e of row r
+    return at[r / 4 * 64 + 2 * j + r % 4 / 2] >> (4 * (r % 2)) & 15;  // word j of group r / 4, nibble r % 4
+  };
+  const auto want = [&](int64_t b, int64_t r, int64_t j) -> int {
+    const int64_t row = b / kc * 16 + r, col = b % kc * 32 + j;
+    if (row >= w.n_out || col >= w.n_in) return 0;
+    const uint8_t* p = stored + row * row_bytes;
+    return fp8 ? p[col] : p[col / 2] >> (4 * (col % 2)) & 15;
+  };
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int64_t r = 0; r < 16; ++r)
+      for (int64_t j = 0; j < 32; ++j)
+        if (relaid(b, r, j) != want(b, r, j)) {
+          ADD_FAILURE() << "block " << b << ", row " << r << ", column " << j << ": " << relaid(b, r, j) << ", want " << want(b, r, j);
+          return t;
+        }
   const uint8_t* after = buf.data() + blocks * block;
   if (fp8) {
     const int64_t n_scales = (w.n_out + w.block_rows - 1) / w.block_rows * ((w.n_in + w.block_cols - 1) / w.block_cols);

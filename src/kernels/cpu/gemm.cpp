@@ -86,23 +86,38 @@ LinearWeight relay_weight(const LinearWeight& w, void* out) {
   for (int64_t t = 0; t < n_tiles; ++t)
     for (int64_t c = 0; c < kc; ++c) {
       uint8_t* block = dst + (t * kc + c) * int64_t(block_bytes(w));
-      const int64_t n = std::min<int64_t>(chunk_bytes, row_bytes - c * chunk_bytes);  // FP4: n_in % 32 == 0
-      for (int64_t r = 0; r < 16; ++r) {
+      if (!codes) {  // FP4 (n_in % 32 == 0): word l of group g holds column l of rows 4g + j at bits 4j
+        for (int64_t g = 0; g < 4; ++g) {
+          const uint8_t* rows[4];
+          for (int64_t j = 0; j < 4; ++j) {
+            const int64_t row = t * 16 + 4 * g + j;
+            rows[j] = row < w.n_out ? src + row * row_bytes + c * chunk_bytes : nullptr;
+            scales[(t * kc + c) * 16 + 4 * g + j] = rows[j] ? w.scale_e8m0[row * (w.n_in / 32) + c] : 127;
+          }
+          for (int64_t h = 0; h < 2; ++h) {  // bytes 8h .. 8h + 7 of each row: columns 16h .. 16h + 15
+            uint64_t v[4] = {};
+            for (int64_t j = 0; j < 4; ++j)
+              if (rows[j]) std::memcpy(&v[j], rows[j] + 8 * h, 8);
+            const uint64_t lo = 0x0f0f0f0f0f0f0f0full;
+            // byte k of out[i]: byte 4k + i of the group's half (columns 2k: rows 0-1, 2-3; 2k + 1: the same)
+            const uint64_t out[4] = {(v[0] & lo) | (v[1] & lo) << 4, (v[2] & lo) | (v[3] & lo) << 4,
+                                     (v[0] >> 4 & lo) | (v[1] & ~lo), (v[2] >> 4 & lo) | (v[3] & ~lo)};
+            for (int64_t k = 0; k < 8; ++k)
+              for (int64_t i = 0; i < 4; ++i) block[g * 64 + 32 * h + 4 * k + i] = uint8_t(out[i] >> (8 * k));
+          }
+        }
+        continue;
+      }
+      const int64_t n = std::min<int64_t>(chunk_bytes, row_bytes - c * chunk_bytes);
+      for (int64_t r = 0; r < 16; ++r) {  // pair order: columns 2p, 2p + 1 of row r at bytes 32p + 2r, 32p + 2r + 1
         const int64_t row = t * 16 + r;
         const int64_t copied = row < w.n_out ? n : 0;
-        if (codes) {  // pair order: columns 2p, 2p + 1 of row r at bytes 32p + 2r, 32p + 2r + 1
-          const uint8_t* s = src + row * row_bytes + c * chunk_bytes;
-          if (copied == chunk_bytes) {
-            for (int64_t p = 0; p < 16; ++p) std::memcpy(block + p * 32 + r * 2, s + 2 * p, 2);
-            continue;
-          }
-          for (int64_t j = 0; j < chunk_bytes; ++j) block[j / 2 * 32 + r * 2 + j % 2] = j < copied ? s[j] : 0;
+        const uint8_t* s = src + row * row_bytes + c * chunk_bytes;
+        if (copied == chunk_bytes) {
+          for (int64_t p = 0; p < 16; ++p) std::memcpy(block + p * 32 + r * 2, s + 2 * p, 2);
           continue;
         }
-        uint8_t* d = block + r * chunk_bytes;
-        if (copied) std::memcpy(d, src + row * row_bytes + c * chunk_bytes, size_t(copied));
-        std::memset(d + copied, 0, size_t(chunk_bytes - copied));
-        scales[(t * kc + c) * 16 + r] = row < w.n_out ? w.scale_e8m0[row * (w.n_in / 32) + c] : 127;
+        for (int64_t j = 0; j < chunk_bytes; ++j) block[j / 2 * 32 + r * 2 + j % 2] = j < copied ? s[j] : 0;
       }
     }
   if (codes) std::memcpy(scales, w.scale_inv, weight_scale_bytes(w));
