@@ -90,14 +90,11 @@ inline KeyTile key_tile(const MlaAttentionParams& p, const BatchSequence& s, int
 // Weights p[t][h] (t < 16 keys of one tile, lanes = heads) rounded to bf16, transposed into the
 // values' A operands: even[h] dword t = bf16(p[t][h]) in its low half, odd[h] the same in its high.
 inline void weight_tiles(const float* p, uint32_t* even, uint32_t* odd) {
-  __m512i r[16];
-  for (int t = 0; t < 16; ++t)
-    r[t] = _mm512_cvtepu16_epi32(__m256i(_mm512_cvtneps_pbh(_mm512_load_ps(p + t * 16))));
-  transpose16(r);
-  for (int h = 0; h < 16; ++h) {
-    _mm512_store_si512(even + h * 16, r[h]);
-    _mm512_store_si512(odd + h * 16, _mm512_slli_epi32(r[h], 16));
-  }
+  transpose16_by([&](int t) { return _mm512_cvtepu16_epi32(__m256i(_mm512_cvtneps_pbh(_mm512_load_ps(p + t * 16)))); },
+                 [&](int h, __m512i v) {
+                   _mm512_store_si512(even + h * 16, v);
+                   _mm512_store_si512(odd + h * 16, _mm512_slli_epi32(v, 16));
+                 });
 }
 
 // The row's attention for heads [h0, h1) with bf16 dots (p.dot_dtype BF16, bf16 or fp8 cache).

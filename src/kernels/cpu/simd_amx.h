@@ -95,18 +95,13 @@ inline void pack_token_tile(const float* const* x, int64_t m, int64_t n_in, uint
     const int64_t k0 = c * kChunk, n = std::min<int64_t>(kChunk, n_in - k0);
     const __mmask16 lo = __mmask16(n >= 16 ? 0xffff : (1u << n) - 1u);
     const __mmask16 hi = __mmask16(n >= 32 ? 0xffff : n <= 16 ? 0 : (1u << (n - 16)) - 1u);
-    __m512i r[16];
-    for (int j = 0; j < 16; ++j) {
-      if (j >= m) {
-        r[j] = _mm512_setzero_si512();
-        continue;
-      }
+    const auto row = [&](int j) {
+      if (j >= m) return _mm512_setzero_si512();
       const __m256bh a = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(lo, x[j] + k0));
       const __m256bh b = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(hi, x[j] + k0 + 16));
-      r[j] = _mm512_inserti64x4(_mm512_castsi256_si512(__m256i(a)), __m256i(b), 1);
-    }
-    transpose16(r);
-    for (int p = 0; p < 16; ++p) _mm512_storeu_si512(tile + c * kBlockElems + p * 32, r[p]);
+      return _mm512_inserti64x4(_mm512_castsi256_si512(__m256i(a)), __m256i(b), 1);
+    };
+    transpose16_by(row, [&](int p, __m512i v) { _mm512_storeu_si512(tile + c * kBlockElems + p * 32, v); });
   }
 }
 
@@ -180,10 +175,8 @@ inline void copy_panels(const LinearWeight& w, int64_t o_begin, int64_t o_end, u
         }
         alignas(64) uint16_t pairs[kBlockElems];  // pair p of the 16 rows at 32p: transposed into rows
         pair_block(lut, w, kc, o_begin / kTile + t, c, pairs);
-        __m512i r[16];
-        for (int p = 0; p < 16; ++p) r[p] = _mm512_load_si512(pairs + p * 32);
-        transpose16(r);
-        for (int i = 0; i < 16; ++i) _mm512_store_si512(dst + i * 32, r[i]);
+        transpose16_by([&](int p) { return _mm512_load_si512(pairs + p * 32); },
+                       [&](int i, __m512i v) { _mm512_store_si512(dst + i * 32, v); });
       }
     return;
   }
@@ -443,12 +436,9 @@ inline void stream_pairs(const LinearWeight* const (&w)[2], const int64_t (&t)[2
 inline const uint16_t* token_rows(const uint16_t* tb, int64_t kc) {
   thread_local AlignedVector<uint16_t> rows;
   rows.resize(size_t(kc * kBlockElems));
-  for (int64_t c = 0; c < kc; ++c) {
-    __m512i r[16];
-    for (int p = 0; p < 16; ++p) r[p] = _mm512_load_si512(tb + c * kBlockElems + p * 32);
-    transpose16(r);
-    for (int j = 0; j < 16; ++j) _mm512_store_si512(rows.data() + c * kBlockElems + j * 32, r[j]);
-  }
+  for (int64_t c = 0; c < kc; ++c)
+    transpose16_by([&](int p) { return _mm512_load_si512(tb + c * kBlockElems + p * 32); },
+                   [&](int j, __m512i v) { _mm512_store_si512(rows.data() + c * kBlockElems + j * 32, v); });
   return rows.data();
 }
 
@@ -482,11 +472,11 @@ inline int64_t pass_tiles(int64_t tile_elems) {
 // Writes a [16 outputs, 16 tokens] accumulator into y[j * ldy + i] (token j < n_tok, output
 // i < n_out).
 inline void store_transposed(const float* acc, int n_tok, int n_out, float* y, int64_t ldy) {
-  __m512i r[16];
-  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_si512(acc + i * kTile);
-  transpose16(r);
   const __mmask16 mk = __mmask16((1u << n_out) - 1u);
-  for (int j = 0; j < n_tok; ++j) _mm512_mask_storeu_epi32(y + j * ldy, mk, r[j]);
+  transpose16_by([&](int i) { return _mm512_loadu_si512(acc + i * kTile); },
+                 [&](int j, __m512i v) {
+                   if (j < n_tok) _mm512_mask_storeu_epi32(y + j * ldy, mk, v);
+                 });
 }
 
 // gate[i] = silu(gate[i]) * up[i], i < n (a multiple of 16): vexp.h's silu_mul_n.

@@ -116,11 +116,4 @@ __attribute__((always_inline)) inline void transpose16_by(Row&& row, Emit&& emit
   }
 }
 
-// In-register transpose of a 16 x 16 matrix of 32-bit lanes: r[i] lane j -> r[j] lane i.
-__attribute__((always_inline)) inline void transpose16(__m512i (&r)[16]) {
-  __m512i out[16];
-  transpose16_by([&](int i) { return r[i]; }, [&](int j, __m512i v) { out[j] = v; });
-  for (int i = 0; i < 16; ++i) r[i] = out[i];
-}
-
 }  // namespace deepinfer::cpu
