@@ -431,14 +431,26 @@ inline void stream_pairs(const LinearWeight* const (&w)[2], const int64_t (&t)[2
   }
 }
 
-// The activation rows of a packed token tile (kc chunks): chunk c's 16 x 16 pairs transposed, so
-// that token j's 32 elements of chunk c lie at 512c + 32j (per-thread buffer).
-inline const uint16_t* token_rows(const uint16_t* tb, int64_t kc) {
+// The activation rows of the first n tokens of a packed token tile (kc chunks), so that token j's
+// 32 elements of chunk c lie at 512c + 32j (per-thread buffer; rows n..15 unwritten): chunk c's
+// 16 x 16 pairs transposed, or up to 4 tokens gathered a row at a time (a gather per row costs less
+// than the whole transpose; a block call of a batch-1 decode spent ~4 % of its time transposing).
+inline const uint16_t* token_rows(const uint16_t* tb, int64_t kc, int n) {
   thread_local AlignedVector<uint16_t> rows;
   rows.resize(size_t(kc * kBlockElems));
-  for (int64_t c = 0; c < kc; ++c)
-    transpose16_by([&](int p) { return _mm512_load_si512(tb + c * kBlockElems + p * 32); },
-                   [&](int j, __m512i v) { _mm512_store_si512(rows.data() + c * kBlockElems + j * 32, v); });
+  const __m512i pairs = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                           _mm512_set1_epi32(16));  // dword 16p: pair p of token 0
+  for (int64_t c = 0; c < kc; ++c) {
+    const uint16_t* block = tb + c * kBlockElems;
+    uint16_t* out = rows.data() + c * kBlockElems;
+    if (n <= 4) {
+      for (int j = 0; j < n; ++j)
+        _mm512_store_si512(out + j * 32, _mm512_i32gather_epi32(_mm512_add_epi32(pairs, _mm512_set1_epi32(j)), block, 4));
+      continue;
+    }
+    transpose16_by([&](int p) { return _mm512_load_si512(block + p * 32); },
+                   [&](int j, __m512i v) { _mm512_store_si512(out + j * 32, v); });
+  }
   return rows.data();
 }
 
@@ -528,7 +540,7 @@ inline void linear_block_packed(const uint16_t* packed, int64_t m, const LinearW
   const bool one_pass = n_tt <= per_pass, ahead = copies_ahead(n_tt, panel_elems);
   const bool tile_stream = w.tile_major && n_tt == 1;  // stream_pairs or stream_fp4: no panels
   const bool pairs = tile_stream && has_block_scales(w.dtype);
-  const uint16_t* act = pairs ? token_rows(packed, kc) : nullptr;
+  const uint16_t* act = pairs ? token_rows(packed, kc, int(m)) : nullptr;
   const int64_t n_slots = tile_stream ? 0 : panel_slots(one_pass, ahead, n_tiles, 2);
   uint16_t* panels = panel_buffer(n_slots * panel_elems);
   const auto panel = [&](int64_t i) { return panels + i % n_slots * panel_elems; };  // weight tile i's
@@ -599,7 +611,7 @@ inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearW
   const bool ahead = copies_ahead(n_tt, panel_elems);
   const bool tile_stream = gate.tile_major && n_tt == 1;  // stream_pairs or stream_fp4: no panels
   const bool pairs = tile_stream && has_block_scales(gate.dtype);
-  const uint16_t* act = pairs ? token_rows(packed, kc) : nullptr;
+  const uint16_t* act = pairs ? token_rows(packed, kc, int(m)) : nullptr;
   const int64_t n_slots = tile_stream ? 0 : panel_slots(n_tt <= per_pass, ahead, n_tiles, 1);
   uint16_t* gate_panels = panel_buffer(2 * n_slots * panel_elems);
   uint16_t* up_panels = gate_panels + n_slots * panel_elems;
