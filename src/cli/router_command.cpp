@@ -6,9 +6,9 @@
 #include <cstdio>
 #include <set>
 #include <sstream>
-#include <thread>
 
 #include "cli/commands.h"
+#include "cli/wait_while.h"
 #include "dist/router/router_service.h"
 #include "server/http_server.h"
 
@@ -80,9 +80,7 @@ int run_router(RouterFlags& f) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(int64_t(f.shutdown_timeout_seconds * 1000));
   // A relay is done once its whole answer is on the client's socket, not when the worker's ends.
   const auto busy = [&] { return service.n_active() > 0 || (*server)->responses_in_progress() > 0; };
-  while (busy() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  if (busy())
+  if (wait_while(busy, deadline))
     std::fprintf(stderr, "deepinfer: closing %lld requests still relayed (%zu answers not yet sent)\n",
                  (long long)service.n_active(), (*server)->responses_in_progress());
   (*server)->stop();

@@ -26,6 +26,7 @@
 
 #include "cli/commands.h"
 #include "cli/engine_flags.h"
+#include "cli/wait_while.h"
 #include "chat/prompt_format.h"
 #include "dist/ep/ep_metrics.h"
 #include "dist/ep/ep_runtime.h"
@@ -161,15 +162,11 @@ int run_serve(ServeFlags& f) {
   // A request is done once its whole answer is on the socket, not when its generation ends: the
   // last chunks of a stream may still be queued for a client that reads slowly.
   const auto busy = [&] { return service.n_active() > 0 || (*server)->responses_in_progress() > 0; };
-  while (busy() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  if (busy()) {
+  if (wait_while(busy, deadline)) {
     std::fprintf(stderr, "deepinfer: aborting %zu requests still running (%zu answers not yet sent)\n", service.n_active(),
                  (*server)->responses_in_progress());
     service.abort_all("the server is shutting down");
-    const auto grace = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    while (busy() && std::chrono::steady_clock::now() < grace)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    wait_while(busy, std::chrono::steady_clock::now() + std::chrono::seconds(2));
   }
   (*server)->stop();
   service.stop_workers();
