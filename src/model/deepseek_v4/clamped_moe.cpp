@@ -27,13 +27,16 @@ void clamped_expert_mlp(Backend& backend, const ExpertWeights& e, const float* x
   if (s.up.size() < size_t(m * inter)) s.up.resize(size_t(m * inter));
   backend.linear({x, hidden, m, &e.w1, s.gate.data(), inter});
   backend.linear({x, hidden, m, &e.w3, s.up.data(), inter});
+  float* gate = s.gate.data();
+  const float* up = s.up.data();
+#pragma omp parallel for if (m > 1)
   for (int64_t i = 0; i < m * inter; ++i) {
-    float g = s.gate[size_t(i)], u = s.up[size_t(i)];
+    float g = gate[i], u = up[i];
     if (limit > 0) {
       g = std::min(g, limit);
       u = std::clamp(u, -limit, limit);
     }
-    s.gate[size_t(i)] = silu(g) * u;
+    gate[i] = silu(g) * u;
   }
   backend.linear({s.gate.data(), inter, m, &e.w2, out, hidden});
 }
@@ -85,6 +88,7 @@ void clamped_moe(Backend& backend, const std::vector<ExpertWeights>& experts, co
   } else {
     for (int a = 0; a < n_active; ++a) run(s.active[size_t(a)], s);
   }
+#pragma omp parallel for if (n > 1)
   for (int64_t r = 0; r < n; ++r) {
     int order[64];
     DI_CHECK(top_k <= 64);
@@ -102,7 +106,9 @@ void clamped_moe(Backend& backend, const std::vector<ExpertWeights>& experts, co
   if (shared) {
     s.out.resize(size_t(n * hidden));
     clamped_expert_mlp(backend, *shared, x, n, hidden, shared_limit, s.out.data(), s);
-    for (int64_t i = 0; i < n * hidden; ++i) y[i] += s.out[size_t(i)];
+    const float* shared_out = s.out.data();
+#pragma omp parallel for if (n > 1)
+    for (int64_t i = 0; i < n * hidden; ++i) y[i] += shared_out[i];
   }
 }
 

@@ -14,6 +14,7 @@ void compute_mixes(Backend& backend, const HyperConnectionWeights& w, const Hype
                    int64_t m, float* mixes) {
   const int64_t width = int64_t(d.hc) * d.hidden, n_mix = w.fn.n_out;
   backend.linear({x, width, m, &w.fn, mixes, n_mix});
+#pragma omp parallel for if (m > 1)
   for (int64_t r = 0; r < m; ++r) {
     const float* xr = x + r * width;
     float sum_sq = 0;
@@ -59,6 +60,7 @@ void hc_mix(Backend& backend, const HyperConnectionWeights& w, const HyperConnec
   DI_CHECK(w.fn.n_out == int64_t(2 + hc) * hc && w.scale.size() == 3);
   compute_mixes(backend, w, d, streams, n, mixes);
   const int64_t n_mix = w.fn.n_out;
+#pragma omp parallel for if (n > 1)
   for (int64_t r = 0; r < n; ++r) {
     const float* m = mixes + r * n_mix;
     for (int j = 0; j < hc; ++j) pre[r * hc + j] = sigmoid(m[j] * w.scale[0] + w.base[size_t(j)]) + d.hc_eps;
@@ -71,6 +73,7 @@ void hc_mix(Backend& backend, const HyperConnectionWeights& w, const HyperConnec
 
 void hc_collapse(const HyperConnectionDims& d, const float* pre, const float* streams, int64_t n, float* y) {
   const int hc = d.hc;
+#pragma omp parallel for if (n > 1)
   for (int64_t r = 0; r < n; ++r) {
     const float* s = streams + r * hc * d.hidden;
     const float* pr = pre + r * hc;
@@ -93,19 +96,23 @@ void hc_pre(Backend& backend, const HyperConnectionWeights& w, const HyperConnec
 void hc_post(const HyperConnectionDims& d, const float* out, const float* post, const float* comb, int64_t n,
              float* streams) {
   const int hc = d.hc;
-  std::vector<float> old(size_t(hc * d.hidden));
-  for (int64_t r = 0; r < n; ++r) {
-    float* s = streams + r * hc * d.hidden;
-    std::copy(s, s + hc * d.hidden, old.begin());
-    const float* c = comb + r * hc * hc;
-    const float* o = out + r * d.hidden;
-    for (int k = 0; k < hc; ++k) {
-      const float pk = post[r * hc + k];
-      float* sk = s + k * d.hidden;
-      for (int64_t i = 0; i < d.hidden; ++i) {
-        float acc = pk * o[i];
-        for (int j = 0; j < hc; ++j) acc += c[j * hc + k] * old[size_t(j * d.hidden + i)];
-        sk[i] = acc;
+#pragma omp parallel if (n > 1)
+  {
+    std::vector<float> old(size_t(hc * d.hidden));
+#pragma omp for
+    for (int64_t r = 0; r < n; ++r) {
+      float* s = streams + r * hc * d.hidden;
+      std::copy(s, s + hc * d.hidden, old.begin());
+      const float* c = comb + r * hc * hc;
+      const float* o = out + r * d.hidden;
+      for (int k = 0; k < hc; ++k) {
+        const float pk = post[r * hc + k];
+        float* sk = s + k * d.hidden;
+        for (int64_t i = 0; i < d.hidden; ++i) {
+          float acc = pk * o[i];
+          for (int j = 0; j < hc; ++j) acc += c[j * hc + k] * old[size_t(j * d.hidden + i)];
+          sk[i] = acc;
+        }
       }
     }
   }

@@ -220,6 +220,7 @@ void DeepseekV4Model::compress(const CompressorWeights& w, int layer, bool index
   float* ckv = sized(s_.ckv, size_t(n * width));
   float* cscore = sized(s_.cscore, size_t(n * width));
   compressor_token_inputs(backend_, w, xn, config_.hidden_size, n, b.positions.data(), ckv, cscore);
+#pragma omp parallel for if (n > 1)
   for (int64_t r = 0; r < n; ++r) {
     const BatchSequence& s = b.seqs[size_t(s_.row_seq[size_t(r)])];
     uint8_t* e = slots_.inputs_entry(kv, s, layer, b.positions[size_t(r)]);
@@ -274,6 +275,7 @@ void DeepseekV4Model::attention(int layer, const ForwardBatch& b, const KvCacheV
   v4_attention_query(backend_, c, a, xn, n, pos, inv_freq, qr, q);
   float* kvr = sized(s_.kv, size_t(n * hd));
   v4_attention_kv(backend_, c, a, xn, n, pos, inv_freq, kvr);
+#pragma omp parallel for if (n > 1)
   for (int64_t r = 0; r < n; ++r) {
     const BatchSequence& s = b.seqs[size_t(s_.row_seq[size_t(r)])];
     uint8_t* e = slots_.kv_entry(kv, s, layer, pos[r]);
@@ -366,6 +368,7 @@ void DeepseekV4Model::ffn(int layer, const ForwardBatch& b, const float* xn, flo
   if (n > 0) backend_.linear({xn, d, n, &L.gate, logits, E});
   int32_t* ids = sized(s_.expert_ids, size_t(n * k));
   float* weights = sized(s_.expert_weights, size_t(n * k));
+#pragma omp parallel for if (n > 1)
   for (int64_t r = 0; r < n; ++r) L.router.route(logits + r * E, b.token_ids[size_t(r)], ids + r * k, weights + r * k);
   if (ep_) {
     clamped_moe_expert_parallel(*ep_, layer, backend_, L.experts, L.has_shared ? &L.shared : nullptr,

@@ -211,6 +211,7 @@ void DeepseekV41Model::attention(int layer, const ForwardBatch& b, const KvCache
   backend_.linear({xn, d, n, &a.wkv, kvr, hd});
   backend_.rms_norm({kvr, hd, kvr, hd, n, hd, a.kv_norm.data(), eps});
   backend_.rope({kvr + hd - rd, hd, 0, n, 1, rd, pos, inv_freq, 1.0f});
+#pragma omp parallel for if (n > 1)
   for (int64_t i = 0; i < n; ++i)
     v41_kv_store(layout_.window_format, kvr + i * hd, int(hd),
                  layout_.window_entry(kv, b.seqs[size_t(s_.row_seq[size_t(i)])], layer, pos[i]));

@@ -15,6 +15,7 @@ void engram_apply(Backend& backend, const V41EngramWeights& w, int hc, int64_t h
     for (int i = 0; i < n_rows_per_token; ++i) w.embed.row(rows[r * n_rows_per_token + i], s.e.data() + r * width + i * dim);
   backend.linear({s.e.data(), width, n, &w.wkv, s.kv.data(), n_kv});
   const float inv_sqrt_d = float(1.0 / std::sqrt(double(hidden)));
+#pragma omp parallel for if (n > 1)
   for (int64_t r = 0; r < n; ++r) {
     const float* kv = s.kv.data() + r * n_kv;
     const float* value = kv + int64_t(hc) * hidden;

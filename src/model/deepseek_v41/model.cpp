@@ -197,6 +197,7 @@ void DeepseekV41Model::ffn(int layer, const ForwardBatch& b, const float* xn, fl
   if (n > 0) backend_.linear({xn, d, n, &L.gate, logits, E});
   int32_t* ids = sized(s_.expert_ids, size_t(n * k));
   float* weights = sized(s_.expert_weights, size_t(n * k));
+#pragma omp parallel for if (n > 1)
   for (int64_t r = 0; r < n; ++r) L.router.route(logits + r * E, b.token_ids[size_t(r)], ids + r * k, weights + r * k);
   if (ep_) {
     clamped_moe_expert_parallel(*ep_, layer, backend_, L.experts, L.has_shared ? &L.shared : nullptr,
