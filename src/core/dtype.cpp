@@ -61,8 +61,6 @@ uint8_t f32_to_int8_sm(float f) {
   return m == 0.0f ? 0 : uint8_t((f < 0.0f ? 0x80 : 0) | int(m));
 }
 
-float ue8m0_to_f32(uint8_t e) { return e == 0xff ? NAN : std::ldexp(1.0f, int(e) - 127); }
-
 namespace {
 constexpr float pow2(int e) {
   float r = 1.0f;

@@ -42,8 +42,15 @@ inline uint16_t f32_to_bf16(float f) {
 
 float f16_to_f32(uint16_t bits);
 
-// 2^(e - 127); 0xff (NaN in the format) gives NaN.
-float ue8m0_to_f32(uint8_t e);
+// 2^(e - 127); 0xff (NaN in the format) gives NaN. Built from its bits (e = 0 is the subnormal
+// 2^-127), not by ldexp: a library call per 32-element block had been most of the time a V4.1
+// cache entry took to decode.
+inline float ue8m0_to_f32(uint8_t e) {
+  const uint32_t u = e == 0xff ? 0x7fc00000u : e == 0 ? 0x00400000u : uint32_t(e) << 23;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
 
 // Exact value of every e4m3 code, from a 256-entry table.
 extern const std::array<float, 256> kFp8E4M3ToF32;

@@ -46,6 +46,15 @@ uint8_t nearest_e4m3(float f) {
   return uint8_t((std::signbit(f) ? 0x80 : 0) | best);
 }
 
+TEST(DType, Ue8m0IsTwoToTheCodeLessBias) {  // the OCP MX definition: 2^(e - 127), 0xff NaN
+  for (int e = 0; e < 255; ++e) {
+    const float expected = std::ldexp(1.0f, e - 127);
+    ASSERT_EQ(ue8m0_to_f32(uint8_t(e)), expected) << "code " << e;
+  }
+  EXPECT_TRUE(std::isnan(ue8m0_to_f32(0xff)));
+  EXPECT_EQ(std::fpclassify(ue8m0_to_f32(0)), FP_SUBNORMAL);
+}
+
 TEST(DType, Fp8E4M3EncodeMatchesTableScan) {
   std::vector<float> values;
   for (uint32_t b = 0; b < 0x10000; ++b) values.push_back(bf16_to_f32(uint16_t(b)));  // every bf16, both signs

@@ -1,6 +1,9 @@
 // DeepSeek-V4.1's KV formats against the rules the fixtures' README states for the reference's
 // fake-quant (modeling_deepseek_v41.py @ 0a2080b4, M:359-399): e2m1 ties to even, the scales'
 // floors and roundings, the clamp where an e4m3 scale rounds down, and the stored sizes.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -29,6 +32,40 @@ TEST(V41KvFormats, E2m1RoundsToNearestEven) {
   const std::vector<float> y = round_trip(V41KvFormat::kFp4Ue8m0Block32, x);
   const std::vector<float> want = {6, 0, 1, 1, 2, 2, 4, 4, -1, -2, -4, .5f, 3, 6};
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(y[i], want[i]) << "x = " << x[i];
+}
+
+// Every bf16 value in [-6, 6] and both neighbours of each midpoint between two codes, in blocks
+// whose amax is 6 (scale 1): each stores as the code nearest it, ties to the even code, found by
+// scanning the README's eight magnitudes.
+TEST(V41KvFormats, E2m1IsTheNearestCodeForEveryValue) {
+  const float codes[8] = {0, .5f, 1, 1.5f, 2, 3, 4, 6};
+  auto nearest = [&](float v) {
+    int best = 0;
+    for (int c = 1; c < 8; ++c) {
+      const double d = std::fabs(double(codes[c]) - std::fabs(double(v)));
+      const double db = std::fabs(double(codes[best]) - std::fabs(double(v)));
+      if (d < db || (d == db && c % 2 == 0)) best = c;
+    }
+    return v < 0 ? -codes[best] : codes[best];
+  };
+  std::vector<float> values;
+  for (uint32_t b = 0; b < 0x10000; ++b) {
+    const uint32_t u = b << 16;
+    float v;
+    std::memcpy(&v, &u, 4);
+    if (std::fabs(v) <= 6.0f) values.push_back(v);
+  }
+  for (int c = 0; c + 1 < 8; ++c) {
+    const float mid = (codes[c] + codes[c + 1]) / 2;
+    for (float v : {mid, std::nextafter(mid, 0.0f), std::nextafter(mid, 7.0f)}) values.insert(values.end(), {v, -v});
+  }
+  for (size_t i = 0; i < values.size(); i += 31) {
+    std::vector<float> x(32, 0.0f);
+    x[0] = 6;
+    for (size_t j = 0; j < 31 && i + j < values.size(); ++j) x[j + 1] = values[i + j];
+    const std::vector<float> y = round_trip(V41KvFormat::kFp4Ue8m0Block32, x);
+    for (size_t j = 0; j < 32; ++j) ASSERT_EQ(y[j], nearest(x[j])) << "x = " << x[j];
+  }
 }
 
 TEST(V41KvFormats, UE8M0ScalesArePowersOfTwoAboveAmax) {

@@ -68,6 +68,7 @@ void DeepseekV41Model::compress(int layer, const ForwardBatch& b, const KvCacheV
   float* cscore = sized(s_.cscore, size_t(n * hd));
   compressor_token_inputs(backend_, w, xn, c.hidden_size, n, b.positions.data(), ckv, cscore);
   if (r > 1)
+#pragma omp parallel for if (n > 1)
     for (int64_t i = 0; i < n; ++i) {
       uint8_t* g = layout_.group_inputs(kv, b.seqs[size_t(s_.row_seq[size_t(i)])], layer, b.positions[size_t(i)]);
       std::memcpy(g, ckv + i * hd, size_t(hd) * 4);
@@ -81,6 +82,7 @@ void DeepseekV41Model::compress(int layer, const ForwardBatch& b, const KvCacheV
   const int64_t m = int64_t(s_.group_rows.size());
   float* latent = sized(s_.latent, size_t(m * hd));
   int32_t* gpos = sized(s_.group_pos, size_t(m));
+#pragma omp parallel for if (m > 1)
   for (int64_t j = 0; j < m; ++j) {
     const int32_t i = s_.group_rows[size_t(j)], p = b.positions[size_t(i)];
     gpos[j] = p + 1 - r;  // the group's first position: where its entry and key are rotated
@@ -104,6 +106,7 @@ void DeepseekV41Model::compress(int layer, const ForwardBatch& b, const KvCacheV
     backend_.rms_norm({key, ihd, key, ihd, m, ihd, a.index_k_norm.data(), eps});
     backend_.rope({key + ihd - rd, ihd, 0, m, 1, rd, gpos, compress_inv_freq_.data(), 1.0f});
     backend_.rope({latent + hd - rd, hd, 0, m, 1, rd, gpos, compress_inv_freq_.data(), 1.0f});
+#pragma omp parallel for if (m > 1)
     for (int64_t j = 0; j < m; ++j) {
       const int32_t i = s_.group_rows[size_t(j)];
       uint8_t* e = layout_.compressed_entry(kv, b.seqs[size_t(s_.row_seq[size_t(i)])], layer, gpos[j] / r);
@@ -141,6 +144,7 @@ void DeepseekV41Model::index(int layer, const ForwardBatch& b, const float* xn, 
   float* iq = sized(s_.iq, size_t(n * IH * ihd));
   backend_.linear({qr, c.q_lora_rank, n, &ix.wq_b, iq, IH * ihd});
   backend_.rope({iq + ihd - rd, IH * ihd, ihd, n, int(IH), rd, b.positions.data(), compress_inv_freq_.data(), 1.0f});
+#pragma omp parallel for if (n > 1)
   for (int64_t h = 0; h < n * IH; ++h) v41_fake_quant(layout_.query_format, iq + h * ihd, int(ihd));
   float* iw = sized(s_.iw, size_t(n * IH));
   backend_.linear({xn, c.hidden_size, n, &ix.weights_proj, iw, IH});

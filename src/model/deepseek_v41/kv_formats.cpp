@@ -10,16 +10,13 @@
 namespace deepinfer {
 namespace {
 
-constexpr float kE2M1[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
-
-// Nearest e2m1 code of v (|v| <= 6), ties to the even code; bit 3 is the sign.
+// Nearest e2m1 code of v (|v| <= 6), ties to the even code; bit 3 is the sign. The codes' values
+// are 0, .5, 1, 1.5, 2, 3, 4, 6: |v| passes the midpoints .25, .75, 1.25, 1.75, 2.5, 3.5 and 5,
+// each a tie that goes to the even code below (>) or above (>=). NaN compares false: code 0.
 uint8_t e2m1_code(float v) {
   const float a = std::fabs(v);
-  int best = 0;
-  for (int c = 1; c < 8; ++c) {
-    const float d = std::fabs(kE2M1[c] - a), db = std::fabs(kE2M1[best] - a);
-    if (d < db || (d == db && c % 2 == 0)) best = c;
-  }
+  const int best = int(a > 0.25f) + int(a >= 0.75f) + int(a > 1.25f) + int(a >= 1.75f) + int(a > 2.5f) +
+                   int(a >= 3.5f) + int(a > 5.0f);
   return uint8_t(best | (std::signbit(v) && best != 0 ? 8 : 0));
 }
 
@@ -103,6 +100,7 @@ void v41_kv_load(V41KvFormat f, const uint8_t* src, int n, float* x) {
     return;
   }
   const int B = kV41KvBlock[int(f)];
+  DI_CHECK(f == V41KvFormat::kFp8Block32 || n % 2 == 0);
   const uint8_t* scales = src + (f == V41KvFormat::kFp8Block32 ? size_t(n) : size_t(n / 2));
   for (int j0 = 0; j0 < n; j0 += B) {  // each block's scale decoded once (ue8m0_to_f32 is an ldexp)
     const uint8_t sb = scales[j0 / B];
@@ -111,7 +109,11 @@ void v41_kv_load(V41KvFormat f, const uint8_t* src, int n, float* x) {
     if (f == V41KvFormat::kFp8Block32) {
       for (int j = j0; j < j1; ++j) x[j] = fp8_e4m3_to_f32(src[j]) * s;
     } else {
-      for (int j = j0; j < j1; ++j) x[j] = e2m1_value(uint8_t((src[j / 2] >> (j % 2 ? 4 : 0)) & 15)) * s;
+      for (int j = j0; j < j1; j += 2) {  // byte j / 2: element j in its low nibble, j + 1 in its high
+        const uint8_t b = src[j / 2];
+        x[j] = e2m1_value(b & 15) * s;
+        x[j + 1] = e2m1_value(uint8_t(b >> 4)) * s;
+      }
     }
   }
 }
