@@ -1,5 +1,6 @@
 #include "model/deepseek_v4/hyper_connection.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/check.h"
@@ -78,10 +79,12 @@ void hc_collapse(const HyperConnectionDims& d, const float* pre, const float* st
     const float* s = streams + r * hc * d.hidden;
     const float* pr = pre + r * hc;
     float* yr = y + r * d.hidden;
-    for (int64_t i = 0; i < d.hidden; ++i) {
-      float acc = 0;
-      for (int j = 0; j < hc; ++j) acc += pr[j] * s[j * d.hidden + i];
-      yr[i] = acc;
+    // yr[i] = ((0 + pr[0] s[0][i]) + pr[1] s[1][i]) + ..., a stream at a time so that it vectorizes.
+    std::fill_n(yr, d.hidden, 0.0f);
+    for (int j = 0; j < hc; ++j) {
+      const float pj = pr[j], *sj = s + j * d.hidden;
+#pragma omp simd
+      for (int64_t i = 0; i < d.hidden; ++i) yr[i] += pj * sj[i];
     }
   }
 }
@@ -105,13 +108,16 @@ void hc_post(const HyperConnectionDims& d, const float* out, const float* post, 
       std::copy(s, s + hc * d.hidden, old.begin());
       const float* c = comb + r * hc * hc;
       const float* o = out + r * d.hidden;
+      // sk[i] = ((pk o[i] + c[0][k] old[0][i]) + c[1][k] old[1][i]) + ..., a stream at a time.
       for (int k = 0; k < hc; ++k) {
         const float pk = post[r * hc + k];
         float* sk = s + k * d.hidden;
-        for (int64_t i = 0; i < d.hidden; ++i) {
-          float acc = pk * o[i];
-          for (int j = 0; j < hc; ++j) acc += c[j * hc + k] * old[size_t(j * d.hidden + i)];
-          sk[i] = acc;
+#pragma omp simd
+        for (int64_t i = 0; i < d.hidden; ++i) sk[i] = pk * o[i];
+        for (int j = 0; j < hc; ++j) {
+          const float cjk = c[j * hc + k], *oj = old.data() + j * d.hidden;
+#pragma omp simd
+          for (int64_t i = 0; i < d.hidden; ++i) sk[i] += cjk * oj[i];
         }
       }
     }
