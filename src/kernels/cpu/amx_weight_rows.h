@@ -18,6 +18,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 
 #include "kernels/cpu/fp4_widen_avx512_bf16.h"
@@ -85,12 +86,24 @@ inline void pair_block(const Avx512Bf16::Fp8Lut& lut, const LinearWeight& w, int
   }
 }
 
+// kFp4BlockValues' bf16 values as words n and n + 16 (Fp4BlockHalves::bf16[e]): a nibble with one
+// stray bit above it finds its value either way. Only the tile-major FP4 blocks read it.
+struct alignas(64) Fp4BlockHalves {
+  uint16_t bf16[32];
+};
+inline const std::array<Fp4BlockHalves, 256> kFp4BlockHalves = [] {
+  std::array<Fp4BlockHalves, 256> t{};
+  for (int e = 0; e < 256; ++e)
+    for (int n = 0; n < 16; ++n) t[size_t(e)].bf16[n] = t[size_t(e)].bf16[n + 16] = kFp4BlockValues[size_t(e)].bf16_pairs[2 * n];
+  return t;
+}();
+
 // FP4: the block's 256 bytes of nibbles at data + (t * kc + c) * 256 (LinearWeight::tile_major:
 // four groups of 4 rows; word l of group g holds column 32c + l of rows 4g .. 4g + 3, a nibble each,
 // row 4g + j in bits 4j .. 4j + 3) and the rows' 16 scale bytes at scale_e8m0 + (t * kc + c) * 16,
 // to the block's bf16 rows at dst + r * 32, r < 16 (a tile's A operand). Per group one 64-byte load
 // and four VPERMWs, word l of row 4g + j indexed by the group's word l shifted right by 0, 3, 8 or
-// 11 bits: the row's nibble with one stray bit above it (shifts 0 and 8, looked up in bf16_halves)
+// 11 bits: the row's nibble with one stray bit above it (shifts 0 and 8, looked up in kFp4BlockHalves)
 // or below it (3 and 11, bf16_pairs): one VPERMW per 32 weights where each row took VPERMQ,
 // VPMULTISHIFTQB and VPERMW (one thread streaming 65536 x 4096: 9.2-9.9 -> 12.4-13.4 GB/s).
 inline void fp4_tile_block(const LinearWeight& w, int64_t kc, int64_t t, int64_t c, uint16_t* dst) {
@@ -103,9 +116,9 @@ inline void fp4_tile_block(const LinearWeight& w, int64_t kc, int64_t t, int64_t
     const __m512i v = _mm512_loadu_si512(nibbles + 64 * g);
     const uint8_t* e = scales + 4 * g;
     uint16_t* d = dst + 4 * g * 32;
-    _mm512_store_si512(d, _mm512_permutexvar_epi16(v, _mm512_load_si512(kFp4BlockValues[e[0]].bf16_halves)));
+    _mm512_store_si512(d, _mm512_permutexvar_epi16(v, _mm512_load_si512(kFp4BlockHalves[e[0]].bf16)));
     _mm512_store_si512(d + 32, _mm512_permutexvar_epi16(_mm512_srli_epi16(v, 3), _mm512_load_si512(kFp4BlockValues[e[1]].bf16_pairs)));
-    _mm512_store_si512(d + 64, _mm512_permutexvar_epi16(_mm512_srli_epi16(v, 8), _mm512_load_si512(kFp4BlockValues[e[2]].bf16_halves)));
+    _mm512_store_si512(d + 64, _mm512_permutexvar_epi16(_mm512_srli_epi16(v, 8), _mm512_load_si512(kFp4BlockHalves[e[2]].bf16)));
     _mm512_store_si512(d + 96, _mm512_permutexvar_epi16(_mm512_srli_epi16(v, 11), _mm512_load_si512(kFp4BlockValues[e[3]].bf16_pairs)));
   }
 }

@@ -50,14 +50,12 @@ inline constexpr std::array<float, 256> kUe8m0ToF32 = make_ue8m0_table();
 constexpr int kFp4Block = 32;  // inputs per scale byte
 
 // For every scale byte e, the 16 values E2M1[n] * 2^(e - 127) (f32, exact; infinite past the f32
-// range, NaN for e = 0xff), and their bf16 bits twice each, as words 2n and 2n + 1 (bf16_pairs) and
-// as words n and n + 16 (bf16_halves), so that one VPERMPS / VPERMW looks a block's nibbles up from
-// memory with no arithmetic per block: VPERMW reads 5 index bits, and a nibble with one stray bit
-// below it (pairs) or above it (halves) finds its value either way.
+// range, NaN for e = 0xff), and their bf16 bits twice each, as words 2n and 2n + 1 (bf16_pairs), so
+// that one VPERMPS / VPERMW looks a block's nibbles up from memory with no arithmetic per block:
+// VPERMW reads 5 index bits, and a nibble with one stray bit below it finds its value either way.
 struct alignas(64) Fp4BlockValues {
   float f32[16];
   uint16_t bf16_pairs[32];
-  uint16_t bf16_halves[32];
 };
 inline const std::array<Fp4BlockValues, 256> kFp4BlockValues = [] {
   std::array<Fp4BlockValues, 256> t{};
@@ -68,7 +66,6 @@ inline const std::array<Fp4BlockValues, 256> kFp4BlockValues = [] {
       std::memcpy(&bits, &v, 4);
       t[size_t(e)].f32[n] = v;
       t[size_t(e)].bf16_pairs[2 * n] = t[size_t(e)].bf16_pairs[2 * n + 1] = uint16_t(bits >> 16);  // exact: v is bf16
-      t[size_t(e)].bf16_halves[n] = t[size_t(e)].bf16_halves[n + 16] = uint16_t(bits >> 16);
     }
   return t;
 }();
