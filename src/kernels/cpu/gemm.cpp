@@ -54,7 +54,8 @@ bool runs_packed(const LinearWeight& w) {
 
 int64_t packed_column_block(int64_t n_out, int64_t tile_row_bytes, int64_t row_bytes, int64_t m) {
   if (!kernels().packs_tiles) return column_block(n_out, row_bytes);
-  const int64_t nb = column_block(n_out, m <= 16 ? 1 : tile_row_bytes), align = kernels().packed_block_align;
+  const KernelTable& k = kernels();
+  const int64_t nb = column_block(n_out, m <= 16 ? 1 : tile_row_bytes, k.packed_panel_bytes), align = k.packed_block_align;
   return (nb + align - 1) / align * align;
 }
 

@@ -82,6 +82,9 @@ struct KernelTable {
   bool packs_tiles = false;
   // On tiles, the output columns of a packed block are a multiple of this (amx: pairs of 16-row tiles).
   int packed_block_align = 32;
+  // With more than one token tile, a packed block's weight panels take up to about this many bytes
+  // of L2 (work_split.h's column_block budget), beside the pass of activations streaming past them.
+  int64_t packed_panel_bytes = 256 << 10;
   // Heads per mla_attend_row task with bf16 dots are a multiple of this (or all of a row's heads):
   // amx runs them 16 to a tile.
   int attend_head_tile = 1;

@@ -21,6 +21,7 @@ const KernelTable& amx_kernels() {
     t.linear_block_packed = &amx::linear_block_packed;
     t.swiglu_block_packed = &amx::swiglu_block_packed;
     t.packs_tiles = true;
+    t.packed_panel_bytes = amx::kPanelBytes;
     t.mla_attend_row = &amx::mla_attend_row;
     t.attend_head_tile = amx::kTile;
     t.indexer_score_block = &amx::indexer_score_block;

@@ -129,10 +129,17 @@ inline void pack_bf16x(const float* const* x, int64_t m, int64_t n_in, uint16_t*
 // of the pass runs over it; the accumulators go to memory between K blocks (exactly: an f32
 // store and load).
 constexpr int64_t kKBlock = 8;
-// Token tiles per pass: their packed activations (about kPassBytes) stay in L2 with the block's
-// weight panels.
-constexpr int64_t kPassBytes = int64_t(1) << 20;
+// A block's weight panels (KernelTable::packed_panel_bytes) and the token tiles of a pass (their
+// packed activations about kPassBytes) share the L2 of every AMX core, 2 MiB: the activations
+// stream past the panels once per block, so the larger the block the fewer times they do. With
+// 256 KiB of panels and 1 MiB passes, a V4.1 twin's K = 5120 linears ran 32 outputs to a block
+// and streamed the prompt's activations from L3 for every 32; 1 MiB and 512 KiB took its prefill
+// of 2048 tokens from 74-84 to 89-91 tok/s (bench/RESULTS.md).
+constexpr int64_t kPanelBytes = int64_t(1) << 20;
+constexpr int64_t kPassBytes = int64_t(512) << 10;
 constexpr int64_t kMaxPassTiles = 16;
+// With one token tile, panels of up to 4 tiles this large are copied ahead (copies_ahead).
+constexpr int64_t kAheadBytes = int64_t(1) << 20;
 
 // A block's weight tiles, copied once per call: tile i holds outputs [o_begin + 16i, +16), chunk c
 // of it at panels[(i * kc + c) * kPanelStride] as [16 rows, 32 columns], zero past n_in and for
@@ -502,9 +509,9 @@ inline bool streams_weights(int64_t m, const LinearWeight& w) {
 
 // Whether a block copies the next group's panels alongside the current group's tiles (else right
 // before its own): always with several token tiles; with one (decode) while the two groups' panels
-// (4 tiles) stay within kPassBytes of L2 (n_in up to about 7700), as larger ones thrashed L2 (fp8
+// (4 tiles) stay within kAheadBytes of L2 (n_in up to about 7700), as larger ones thrashed L2 (fp8
 // 2048 x 10944: 5.8 GB/s copying ahead, 8.1 copying each group first).
-inline bool copies_ahead(int64_t n_tt, int64_t panel_elems) { return n_tt > 1 || 4 * panel_elems * 2 <= kPassBytes; }
+inline bool copies_ahead(int64_t n_tt, int64_t panel_elems) { return n_tt > 1 || 4 * panel_elems * 2 <= kAheadBytes; }
 
 // Weight tiles whose panels a block holds at once: all of them when several passes reuse them, else
 // a ring (the group being computed and, copying ahead, the next), which keeps a one-pass block's
