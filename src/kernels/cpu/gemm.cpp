@@ -52,10 +52,13 @@ bool runs_packed(const LinearWeight& w) {
   return w.act_dtype == DType::BF16 && k.packs != nullptr && k.packs(w);
 }
 
-int64_t packed_column_block(int64_t n_out, int64_t tile_row_bytes, int64_t row_bytes, int64_t m) {
-  if (!kernels().packs_tiles) return column_block(n_out, row_bytes);
+int64_t packed_column_block(int64_t n_out, int64_t n_in, int64_t tile_row_bytes, int64_t row_bytes, int64_t m) {
   const KernelTable& k = kernels();
-  const int64_t nb = column_block(n_out, m <= 16 ? 1 : tile_row_bytes, k.packed_panel_bytes), align = k.packed_block_align;
+  if (!k.packs_tiles) return column_block(n_out, row_bytes);
+  const bool streams = m * n_in * 2 > k.packed_pass_bytes;  // bf16 activations beyond one pass
+  const int64_t bytes = m <= 16 ? 1 : tile_row_bytes;
+  const int64_t nb = streams ? column_block(n_out, bytes, k.packed_panel_bytes) : column_block(n_out, bytes);
+  const int64_t align = k.packed_block_align;
   return (nb + align - 1) / align * align;
 }
 
@@ -150,7 +153,7 @@ void linear(const LinearParams& p) {
   if (runs_packed(w)) {
     thread_local AlignedVector<uint16_t> packed_buf;
     const uint16_t* packed = packed_bf16_rows(x, p.m, w.n_in, packed_buf);
-    const int64_t nb = packed_column_block(w.n_out, w.n_in * 2, weight_row_bytes(w), p.m);
+    const int64_t nb = packed_column_block(w.n_out, w.n_in, w.n_in * 2, weight_row_bytes(w), p.m);
     const int64_t n_blocks = (w.n_out + nb - 1) / nb;
 #pragma omp parallel for schedule(static) if (n_blocks > 1)
     for (int64_t b = 0; b < n_blocks; ++b) {
@@ -184,7 +187,7 @@ void swiglu(const SwigluParams& p) {
   if (runs_packed(g)) {
     thread_local AlignedVector<uint16_t> packed_buf;
     const uint16_t* packed = packed_bf16_rows(x, p.m, g.n_in, packed_buf);
-    const int64_t nb = packed_column_block(g.n_out, 4 * g.n_in, 2 * weight_row_bytes(g), p.m);
+    const int64_t nb = packed_column_block(g.n_out, g.n_in, 4 * g.n_in, 2 * weight_row_bytes(g), p.m);
     const int64_t n_blocks = (g.n_out + nb - 1) / nb;
 #pragma omp parallel for schedule(static) if (n_blocks > 1)
     for (int64_t b = 0; b < n_blocks; ++b) {

@@ -23,14 +23,15 @@ const uint16_t* packed_bf16_rows(const float* const* x, int64_t m, int64_t n, Al
 // Whether linear/swiglu/moe run weight `w` on the active level's packed blocks (bf16 activations,
 // KernelTable::packs); chosen by the weight, never by m.
 bool runs_packed(const LinearWeight& w);
-// Output columns per block on the packed blocks (m activation rows; weight rows of tile_row_bytes
-// as tile panels, row_bytes as stored). Off tiles, column_block's. On tiles, the thread split's, in
-// whole KernelTable::packed_block_align rows (amx: pairs of 16-row tiles; avx512bf16: tiles): with
-// one token tile (m <= 16) a block keeps only a ring of panels,
-// so only the balance bounds it: a block's first group of tiles is copied before any arithmetic
-// can overlap it (fp8 10944 x 2048 at m = 1: 7.4 GB/s with blocks of 64 rows, 9.7 with the
-// balance's).
-int64_t packed_column_block(int64_t n_out, int64_t tile_row_bytes, int64_t row_bytes, int64_t m);
+// Output columns per block on the packed blocks (m activation rows of n_in; weight rows of
+// tile_row_bytes as tile panels, row_bytes as stored). Off tiles, column_block's. On tiles,
+// column_block's for the panels in whole KernelTable::packed_block_align rows (amx: pairs of
+// 16-row tiles; avx512bf16: tiles), with KernelTable::packed_panel_bytes of L2 where the
+// activations outgrow a pass (else column_block's default budget). With one token tile (m <= 16)
+// a block keeps only a ring of panels, so only the balance bounds it: a block's first group of
+// tiles is copied before any arithmetic can overlap it (fp8 10944 x 2048 at m = 1: 7.4 GB/s with
+// blocks of 64 rows, 9.7 with the balance's).
+int64_t packed_column_block(int64_t n_out, int64_t n_in, int64_t tile_row_bytes, int64_t row_bytes, int64_t m);
 
 // Backend::relaid_bytes / relay_weight on the CPU: fp8 and FP4 weights that run packed on a level
 // whose packed blocks run on weight tiles (KernelTable::packs_tiles: amx; avx512bf16 for fp8 and

@@ -82,9 +82,12 @@ struct KernelTable {
   bool packs_tiles = false;
   // On tiles, the output columns of a packed block are a multiple of this (amx: pairs of 16-row tiles).
   int packed_block_align = 32;
-  // With more than one token tile, a packed block's weight panels take up to about this many bytes
-  // of L2 (work_split.h's column_block budget), beside the pass of activations streaming past them.
+  // Where a call's packed activations outgrow one pass of token tiles (more than packed_pass_bytes:
+  // they then stream past every block from beyond L2), a packed block's weight panels take up to
+  // about packed_panel_bytes of L2 (work_split.h's column_block budget), so that fewer blocks each
+  // read them; otherwise column_block's default, which leaves more blocks for the balance.
   int64_t packed_panel_bytes = 256 << 10;
+  int64_t packed_pass_bytes = INT64_MAX;
   // Heads per mla_attend_row task with bf16 dots are a multiple of this (or all of a row's heads):
   // amx runs them 16 to a tile.
   int attend_head_tile = 1;

@@ -22,6 +22,7 @@ const KernelTable& amx_kernels() {
     t.swiglu_block_packed = &amx::swiglu_block_packed;
     t.packs_tiles = true;
     t.packed_panel_bytes = amx::kPanelBytes;
+    t.packed_pass_bytes = amx::kPassBytes;
     t.mla_attend_row = &amx::mla_attend_row;
     t.attend_head_tile = amx::kTile;
     t.indexer_score_block = &amx::indexer_score_block;

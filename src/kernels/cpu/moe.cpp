@@ -152,10 +152,10 @@ void moe(const MoeParams& p) {
     const int64_t up_row_bytes = 2 * weight_row_bytes(*w.gate), down_row_bytes = weight_row_bytes(*w.down);
     const int64_t n = s.groups[size_t(g)].n;
     add_tasks(s.up_tasks, g, w.gate->n_out,
-              pack_up ? packed_column_block(w.gate->n_out, up_row_bytes, up_row_bytes, n)
+              pack_up ? packed_column_block(w.gate->n_out, d, up_row_bytes, up_row_bytes, n)
                       : column_block(w.gate->n_out, up_row_bytes));
     add_tasks(s.down_tasks, g, d,
-              pack_down ? packed_column_block(d, down_row_bytes, down_row_bytes, n) : column_block(d, down_row_bytes));
+              pack_down ? packed_column_block(d, w.down->n_in, down_row_bytes, down_row_bytes, n) : column_block(d, down_row_bytes));
     s.x_packed_at.push_back(s.x_packed_at.back() + (pack_up ? kt.packed_elems(n, d) : 0));
     s.act_packed_at.push_back(s.act_packed_at.back() + (pack_down ? kt.packed_elems(n, w.down->n_in) : 0));
   }

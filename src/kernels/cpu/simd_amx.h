@@ -129,9 +129,11 @@ inline void pack_bf16x(const float* const* x, int64_t m, int64_t n_in, uint16_t*
 // of the pass runs over it; the accumulators go to memory between K blocks (exactly: an f32
 // store and load).
 constexpr int64_t kKBlock = 8;
-// A block's weight panels (KernelTable::packed_panel_bytes) and the token tiles of a pass (their
-// packed activations about kPassBytes) share the L2 of every AMX core, 2 MiB: the activations
-// stream past the panels once per block, so the larger the block the fewer times they do. With
+// A block's weight panels (KernelTable::packed_panel_bytes, where a call's activations outgrow one
+// pass) and the token tiles of a pass (their packed activations about kPassBytes) share the L2 of
+// every AMX core, 2 MiB: such activations stream past the panels once per block, so the larger the
+// block the fewer times they do. Smaller calls keep smaller blocks, more of them for the balance
+// (with 1 MiB for every call, decode at batch 32-64 took 3-7 % longer). With
 // 256 KiB of panels and 1 MiB passes, a V4.1 twin's K = 5120 linears ran 32 outputs to a block
 // and streamed the prompt's activations from L3 for every 32; 1 MiB and 512 KiB took its prefill
 // of 2048 tokens from 74-84 to 89-91 tok/s (bench/RESULTS.md).
