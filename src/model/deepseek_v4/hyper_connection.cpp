@@ -15,13 +15,31 @@ void compute_mixes(Backend& backend, const HyperConnectionWeights& w, const Hype
                    int64_t m, float* mixes) {
   const int64_t width = int64_t(d.hc) * d.hidden, n_mix = w.fn.n_out;
   backend.linear({x, width, m, &w.fn, mixes, n_mix});
+  // Each row's sum of squares in index order, a chain of dependent additions; four rows at a time
+  // keep four chains in flight (each row's order, hence its bits, unchanged).
+  constexpr int64_t kRows = 4;
 #pragma omp parallel for if (m > 1)
-  for (int64_t r = 0; r < m; ++r) {
-    const float* xr = x + r * width;
-    float sum_sq = 0;
-    for (int64_t i = 0; i < width; ++i) sum_sq += xr[i] * xr[i];
-    const float inv = 1.0f / std::sqrt(sum_sq / float(width) + d.norm_eps);
-    for (int64_t i = 0; i < n_mix; ++i) mixes[r * n_mix + i] *= inv;
+  for (int64_t r0 = 0; r0 < m; r0 += kRows) {
+    const int64_t nr = std::min(kRows, m - r0);
+    float sum_sq[kRows] = {};
+    if (nr == kRows) {
+      const float *x0 = x + r0 * width, *x1 = x0 + width, *x2 = x1 + width, *x3 = x2 + width;
+      for (int64_t i = 0; i < width; ++i) {
+        sum_sq[0] += x0[i] * x0[i];
+        sum_sq[1] += x1[i] * x1[i];
+        sum_sq[2] += x2[i] * x2[i];
+        sum_sq[3] += x3[i] * x3[i];
+      }
+    } else {
+      for (int64_t j = 0; j < nr; ++j) {
+        const float* xr = x + (r0 + j) * width;
+        for (int64_t i = 0; i < width; ++i) sum_sq[j] += xr[i] * xr[i];
+      }
+    }
+    for (int64_t j = 0; j < nr; ++j) {
+      const float inv = 1.0f / std::sqrt(sum_sq[j] / float(width) + d.norm_eps);
+      for (int64_t i = 0; i < n_mix; ++i) mixes[(r0 + j) * n_mix + i] *= inv;
+    }
   }
 }
 
