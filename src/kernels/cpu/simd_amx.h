@@ -132,11 +132,11 @@ constexpr int64_t kKBlock = 8;
 // A block's weight panels (KernelTable::packed_panel_bytes, where a call's activations outgrow one
 // pass) and the token tiles of a pass (their packed activations about kPassBytes) share the L2 of
 // every AMX core, 2 MiB: such activations stream past the panels once per block, so the larger the
-// block the fewer times they do. Smaller calls keep smaller blocks, more of them for the balance
-// (with 1 MiB for every call, decode at batch 32-64 took 3-7 % longer). With
-// 256 KiB of panels and 1 MiB passes, a V4.1 twin's K = 5120 linears ran 32 outputs to a block
-// and streamed the prompt's activations from L3 for every 32; 1 MiB and 512 KiB took its prefill
-// of 2048 tokens from 74-84 to 89-91 tok/s (bench/RESULTS.md).
+// block the fewer times they do. With 256 KiB of panels and 1 MiB passes, a V4.1 twin's K = 5120
+// linears ran 32 outputs to a block and streamed the prompt's activations from L3 for every 32;
+// these sizes took its prefill of 2048 tokens from 75.6-76.0 to 84.9-85.9 tok/s (bench/RESULTS.md).
+// Smaller calls keep smaller blocks, more of them for the balance (with 1 MiB for every call,
+// decode at batch 32-64 took 3-7 % longer).
 constexpr int64_t kPanelBytes = int64_t(1) << 20;
 constexpr int64_t kPassBytes = int64_t(512) << 10;
 constexpr int64_t kMaxPassTiles = 16;
