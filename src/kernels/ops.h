@@ -214,6 +214,12 @@ struct SinkAttentionParams {
   int dim = 0;
   int n_keys = 0;               // >= 1
   float scale = 1.0f;
+  // F32: every product in f32. BF16 (bf16 activations): the queries and the keys are rounded to
+  // bf16 (nearest even; V4.1's cache formats and a bf16 cache's entries are exact in bf16) and the
+  // scores are bf16 dot products with f32 sums; each weight e^(s_t - mx) / (sum + e^(sink - mx)),
+  // computed in f32, is rounded to bf16 for the value sums, again bf16 products with f32 sums. On
+  // AMX tiles an element below 2^-126 (subnormal) counts as zero, as TDPBF16PS reads it.
+  DType dot_dtype = DType::F32;
 };
 
 // The lightning indexer's scores in bf16 products (DeepSeek-V4 under bf16 activations over a bf16

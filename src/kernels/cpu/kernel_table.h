@@ -91,6 +91,12 @@ struct KernelTable {
   // Heads per mla_attend_row task with bf16 dots are a multiple of this (or all of a row's heads):
   // amx runs them 16 to a tile.
   int attend_head_tile = 1;
+  // Sink attention with bf16 dots (SinkAttentionParams' BF16) for heads [h0, h1), over the keys
+  // already rounded: bf16 rows [ceil(n_keys / 16) * 16][ld_keys], zero past n_keys and dim, ld_keys
+  // a multiple of 32. nullptr where the level has none (sink_attention.cpp then runs its f32 steps on
+  // the rounded inputs); amx runs it on tiles (sink_attention_amx.h).
+  void (*sink_attend_bf16)(const SinkAttentionParams& p, const uint16_t* keys, int64_t ld_keys, int h0,
+                           int h1) = nullptr;
 };
 
 constexpr int64_t kAmxChunk = 32;        // k per tile step

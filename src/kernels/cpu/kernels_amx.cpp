@@ -3,11 +3,13 @@
 // avx512bf16-fma level's table (AMX CPUs are Intel cores, whose FMAs outrun VDPBF16PS) plus the
 // packed blocks: bf16, fp8 and FP4 weights with bf16 activations run on tiles at every batch size
 // (simd_amx.h; gemm.h's runs_packed), and so do the absorbed attention with bf16 dots
-// (mla_attention_amx.h) and the lightning indexer's scores (indexer_scores_amx.h).
+// (mla_attention_amx.h), sink attention with bf16 dots (sink_attention_amx.h) and the lightning
+// indexer's scores (indexer_scores_amx.h).
 #include "kernels/cpu/indexer_scores_amx.h"
 #include "kernels/cpu/kernel_table.h"
 #include "kernels/cpu/mla_attention_amx.h"
 #include "kernels/cpu/simd_amx.h"
+#include "kernels/cpu/sink_attention_amx.h"
 
 namespace deepinfer::cpu {
 
@@ -26,6 +28,7 @@ const KernelTable& amx_kernels() {
     t.mla_attend_row = &amx::mla_attend_row;
     t.attend_head_tile = amx::kTile;
     t.indexer_score_block = &amx::indexer_score_block;
+    t.sink_attend_bf16 = &amx::sink_attend_bf16;
     return t;
   }();
   return table;

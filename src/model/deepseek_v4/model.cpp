@@ -322,6 +322,10 @@ void DeepseekV4Model::attention(int layer, const ForwardBatch& b, const KvCacheV
 
   float* o = sized(s_.o, size_t(n * H * hd));
   const float scale = float(1.0 / std::sqrt(double(hd)));
+  // Under bf16 activations over a bf16 or fp8 cache the attention's dot products are bf16 ones
+  // (SinkAttentionParams' BF16), as the V3 line's over its latents; over an f32 cache, f32.
+  const bool bf16_dots = info_.activation_dtype == DType::BF16 && slot.kv.dtype != DType::F32 &&
+                         (ratio == 0 || slot.entry.dtype != DType::F32);
 #pragma omp parallel for schedule(dynamic, 1) if (n > 1)
   for (int64_t r = 0; r < n; ++r) {
     const BatchSequence& s = b.seqs[size_t(s_.row_seq[size_t(r)])];
@@ -354,7 +358,8 @@ void DeepseekV4Model::attention(int layer, const ForwardBatch& b, const KvCacheV
       load_latent(e, slot.entry, 0, keys + (n_window + i) * hd, int(hd - rd));
       load_rope(e, slot.entry, keys + (n_window + i) * hd + hd - rd);
     }
-    backend_.sink_attention({q + r * H * hd, keys, a.sink.data(), o + r * H * hd, int(H), int(hd), n_window + n_selected, scale});
+    backend_.sink_attention({q + r * H * hd, keys, a.sink.data(), o + r * H * hd, int(H), int(hd), n_window + n_selected,
+                             scale, bf16_dots ? DType::BF16 : DType::F32});
   }
   float* og = sized(s_.og, size_t(n * c.o_groups * c.o_lora_rank));
   v4_attention_output(backend_, c, a, o, n, pos, inv_freq, og, s_.neg_positions, out);

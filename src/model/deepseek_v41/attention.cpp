@@ -224,6 +224,10 @@ void DeepseekV41Model::attention(int layer, const ForwardBatch& b, const KvCache
 
   float* o = sized(s_.o, size_t(n * H * hd));
   const float scale = float(1.0 / std::sqrt(double(hd)));
+  // Under bf16 activations over the published cache formats (exact in bf16) the attention's dot
+  // products are bf16 ones (SinkAttentionParams' BF16); over f32 entries, f32.
+  const bool bf16_dots = info_.activation_dtype == DType::BF16 && layout_.window_format != V41KvFormat::kF32 &&
+                         (ratio == 0 || layout_.entry_format != V41KvFormat::kF32);
 #pragma omp parallel for schedule(dynamic, 1) if (n > 1)
   for (int64_t i = 0; i < n; ++i) {
     const int si = s_.row_seq[size_t(i)];
@@ -242,7 +246,8 @@ void DeepseekV41Model::attention(int layer, const ForwardBatch& b, const KvCache
       DI_CHECK(source >= 0 && g < (p + 1) / ratio);
       v41_kv_load(layout_.entry_format, layout_.compressed_entry(kv, s, source, g), int(hd), keys + (n_window + j) * hd);
     }
-    backend_.sink_attention({q + i * H * hd, keys, a.sink.data(), o + i * H * hd, int(H), int(hd), n_window + n_selected, scale});
+    backend_.sink_attention({q + i * H * hd, keys, a.sink.data(), o + i * H * hd, int(H), int(hd), n_window + n_selected,
+                             scale, bf16_dots ? DType::BF16 : DType::F32});
   }
   int32_t* neg = sized(s_.neg_positions, size_t(n));
   for (int64_t i = 0; i < n; ++i) neg[i] = -pos[i];
