@@ -16,7 +16,9 @@
 //   on every level, against bf16 on the top one: GEMV at m = 1, 2, 4, 6, 8, 16 (GB/s of stored
 //   bytes, scales included, 1 GiB of them in rotation, next to a 4-stream read-bandwidth probe over
 //   1 GiB) and linear 2816 x 2048 at m = 16 .. 512 (GFLOP/s); also fp8, int8 and FP4 relaid
-//   tile-major (cpu::relay_weight) for the first level that relays them. --lowbit runs only this part.
+//   tile-major (cpu::relay_weight) for the first level that relays them; and fp8 whose power-of-two
+//   scales fold into the weights (LinearWeight::scales_fold, read by amx), stored and relaid, on
+//   the first level. --lowbit runs only this part.
 // Usage: gemm_levels_bench [--reps N] [--quick] [--lowbit]; OMP_NUM_THREADS sets the threads.
 #include <immintrin.h>
 #include <omp.h>
@@ -99,13 +101,14 @@ struct Level {
 
 // `count` fp8 (128 x 128 blocks, DeepSeek-V3's and V4's; or fp8_block x fp8_block, 32 for V4.1's),
 // int8 (I8_SM, the requantized lm_head's 1 x 128 blocks) or FP4 matrices [n_out, n_in] with bf16
-// activations: random codes (no NaN), scales near 2^-8.
+// activations: random codes (no NaN), scales 2^-8 (fp8 with `fold`: scales_fold set).
 struct LowBitWeights {
   std::vector<uint8_t> data, e8m0;
   std::vector<float> scale_inv;
   std::vector<LinearWeight> w;
   int64_t bytes_per_matrix = 0;  // stored bytes, scales included
-  LowBitWeights(DType dtype, int count, int64_t n_out, int64_t n_in, uint32_t seed, int fp8_block = 128) {
+  LowBitWeights(DType dtype, int count, int64_t n_out, int64_t n_in, uint32_t seed, int fp8_block = 128,
+                bool fold = false) {
     const bool fp8 = has_block_scales(dtype), int8 = dtype == DType::I8_SM;
     const int64_t data_bytes = fp8 ? n_out * n_in : n_out * n_in / 2;
     const int64_t n_scales = int8 ? n_out * ((n_in + 127) / 128)
@@ -132,6 +135,7 @@ struct LowBitWeights {
       else if (fp8) lw.block_rows = lw.block_cols = fp8_block;
       if (fp8) lw.scale_inv = scale_inv.data() + size_t(i) * size_t(n_scales);
       else lw.scale_e8m0 = e8m0.data() + size_t(i) * size_t(n_scales);
+      lw.scales_fold = fold && pow2_block_scales(lw);
       w.push_back(lw);
     }
   }
@@ -315,12 +319,13 @@ double read_probe_gbs() {
 }
 
 // bf16 weights on the first level, then fp8, int8 and FP4 weights on every level.
+// Folded fp8 (fp8f, fp8_32f) on the first level only, stored and relaid.
 std::vector<Variant> lowbit_variants(const std::vector<Level>& levels, const Weights& bf16, const LowBitWeights& fp8,
                                      const LowBitWeights& fp8_32, const LowBitWeights& int8, const LowBitWeights& fp4,
-                                     double bf16_bytes) {
+                                     const LowBitWeights& fp8f, const LowBitWeights& fp8_32f, double bf16_bytes) {
   static std::vector<std::string> names;  // the Variants point into it
   names.clear();
-  names.reserve(5 + 4 * levels.size());
+  names.reserve(9 + 4 * levels.size());
   names.push_back(std::string("bf16 ") + levels[0].name);
   std::vector<Variant> vs = {{names.back().c_str(), levels[0].isa, &bf16.w, bf16_bytes}};
   for (const auto& [fmt, lw] : {std::pair<const char*, const LowBitWeights*>{"fp8 ", &fp8}, {"fp8 32x32 ", &fp8_32},
@@ -332,6 +337,15 @@ std::vector<Variant> lowbit_variants(const std::vector<Level>& levels, const Wei
     if (!lw->relaid.empty()) {
       names.push_back(fmt + std::string(lw->relaid_level->name) + " tile-major");
       vs.push_back({names.back().c_str(), lw->relaid_level->isa, &lw->relaid, bf16_bytes > 0 ? double(lw->bytes_per_matrix) : 0});
+    }
+  }
+  for (const auto& [fmt, lw] : {std::pair<const char*, const LowBitWeights*>{"fp8 folded ", &fp8f}, {"fp8 32x32 folded ", &fp8_32f}}) {
+    const double bytes = bf16_bytes > 0 ? double(lw->bytes_per_matrix) : 0;
+    names.push_back(fmt + std::string(levels[0].name));
+    vs.push_back({names.back().c_str(), levels[0].isa, &lw->w, bytes});
+    if (!lw->relaid.empty()) {
+      names.push_back(fmt + std::string(lw->relaid_level->name) + " tile-major");
+      vs.push_back({names.back().c_str(), lw->relaid_level->isa, &lw->relaid, bytes});
     }
   }
   return vs;
@@ -346,11 +360,11 @@ void lowbit_section(const std::vector<Level>& levels, int reps, bool quick) {
     LowBitWeights fp8_32(DType::F8_E4M3, rotation(double(n_out * n_in)), n_out, n_in, 9, 32);
     LowBitWeights int8(DType::I8_SM, rotation(double(n_out * n_in)), n_out, n_in, 10);
     LowBitWeights fp4(DType::F4_E2M1, rotation(double(n_out * n_in) * 17 / 32), n_out, n_in, 13);
-    fp8.relay_for(levels);
-    fp8_32.relay_for(levels);
-    int8.relay_for(levels);
-    fp4.relay_for(levels);
-    const std::vector<Variant> vs = lowbit_variants(levels, bf16, fp8, fp8_32, int8, fp4, double(n_out * n_in * 2));
+    LowBitWeights fp8f(DType::F8_E4M3, rotation(double(n_out * n_in)), n_out, n_in, 9, 128, true);
+    LowBitWeights fp8_32f(DType::F8_E4M3, rotation(double(n_out * n_in)), n_out, n_in, 9, 32, true);
+    for (LowBitWeights* lw : {&fp8, &fp8_32, &int8, &fp4, &fp8f, &fp8_32f}) lw->relay_for(levels);
+    const std::vector<Variant> vs =
+        lowbit_variants(levels, bf16, fp8, fp8_32, int8, fp4, fp8f, fp8_32f, double(n_out * n_in * 2));
     std::vector<double> probe;
     for (int r = 0; r < reps; ++r) probe.push_back(read_probe_gbs());
     std::printf("read-bandwidth probe (4 streams, 1 GiB): %.1f GB/s per CPU second\n", median(probe));
@@ -373,12 +387,10 @@ void lowbit_section(const std::vector<Level>& levels, int reps, bool quick) {
   const int64_t n_out = 2816, n_in = 2048;
   Weights bf16(1, n_out, n_in, 11);
   LowBitWeights fp8(DType::F8_E4M3, 1, n_out, n_in, 9), fp8_32(DType::F8_E4M3, 1, n_out, n_in, 9, 32),
-      int8(DType::I8_SM, 1, n_out, n_in, 10), fp4(DType::F4_E2M1, 1, n_out, n_in, 13);
-  fp8.relay_for(levels);
-  fp8_32.relay_for(levels);
-  int8.relay_for(levels);
-  fp4.relay_for(levels);
-  const std::vector<Variant> vs = lowbit_variants(levels, bf16, fp8, fp8_32, int8, fp4, 0);
+      int8(DType::I8_SM, 1, n_out, n_in, 10), fp4(DType::F4_E2M1, 1, n_out, n_in, 13),
+      fp8f(DType::F8_E4M3, 1, n_out, n_in, 9, 128, true), fp8_32f(DType::F8_E4M3, 1, n_out, n_in, 9, 32, true);
+  for (LowBitWeights* lw : {&fp8, &fp8_32, &int8, &fp4, &fp8f, &fp8_32f}) lw->relay_for(levels);
+  const std::vector<Variant> vs = lowbit_variants(levels, bf16, fp8, fp8_32, int8, fp4, fp8f, fp8_32f, 0);
   for (int64_t m : quick ? std::vector<int64_t>{8, 64, 256} : std::vector<int64_t>{8, 16, 64, 256, 512}) {
     const std::vector<float> x = activations(m * n_in, 5);
     std::vector<float> y(size_t(m * n_out));
@@ -507,7 +519,7 @@ int run(int argc, char** argv) {
     uint16_t* p = reinterpret_cast<uint16_t*>((reinterpret_cast<uintptr_t>(panels.data()) + 63) & ~uintptr_t(63));
     std::vector<double> copy_s;
     for (int r = 0; r < reps; ++r)
-      copy_s.push_back(time_calls(20, [&](int) { cpu::amx::copy_panels(ws.w[0], 0, n_out, p); }).cpu);
+      copy_s.push_back(time_calls(20, [&](int) { cpu::amx::copy_panels(ws.w[0], false, 0, n_out, p); }).cpu);
     cpu::set_active_isa(cpu::Isa::kAmx);
     for (int64_t m : {64, 256}) {
       const std::vector<float> x = activations(m * n_in, 5);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "core/dtype.h"
 #include "model/forward_batch.h"
@@ -48,6 +49,14 @@ struct LinearWeight {
   // (after the blocks), zero nibbles past n_out. The same values as stored, so every output keeps
   // its bits.
   bool tile_major = false;
+  // F8_E4M3 with every scale_inv a power of two 2^k, -117 <= k <= 119 (UE8M0 scales, as DeepSeek-V4
+  // publishes them), block_rows a multiple of 16 and block_cols of 32 (pow2_block_scales), under
+  // bf16 activations: set by the loaders that opt in (DeepSeek-V4's and V4.1's). The amx level then
+  // folds each block's scale into its weights (every e4m3 value times 2^k is a normal bf16 value, so
+  // they stay exact) and sums each output's products over all of n_in in one chain instead of
+  // scaling each block's partial sum; a SwiGLU's gate and up fold only together. Other levels
+  // ignore it.
+  bool scales_fold = false;
 };
 
 // Bytes of one row of w.data: n_in elements of w.dtype, two to a byte for F4_E2M1 (scales apart).
@@ -70,6 +79,20 @@ inline size_t weight_scale_bytes(const LinearWeight& w) {
 // Whether `w` may take act_dtype BF16.
 inline bool admits_bf16_activations(const LinearWeight& w) {
   return w.dtype == DType::BF16 || w.dtype == DType::F4_E2M1 || (has_block_scales(w.dtype) && w.block_cols % 32 == 0);
+}
+
+// Whether w qualifies for scales_fold (its dtype, blocks and every scale).
+inline bool pow2_block_scales(const LinearWeight& w) {
+  if (w.dtype != DType::F8_E4M3 || w.scale_inv == nullptr || w.block_rows % 16 != 0 || w.block_cols % 32 != 0)
+    return false;
+  const int64_t n = (w.n_out + w.block_rows - 1) / w.block_rows * ((w.n_in + w.block_cols - 1) / w.block_cols);
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t b;
+    std::memcpy(&b, w.scale_inv + i, 4);
+    const uint32_t e = b >> 23;  // sign clear: the biased exponent
+    if ((b & 0x7fffffu) != 0 || e < 127 - 117 || e > 127 + 119) return false;
+  }
+  return true;
 }
 
 struct LinearParams {

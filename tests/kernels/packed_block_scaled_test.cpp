@@ -10,7 +10,9 @@
 //  - both: every batch size 1..300 gives each row the bits it gets alone, on one and two threads
 //    (linear, SwiGLU, MoE);
 //  - fp8, int8 and FP4 relaid tile-major (cpu::relay_weight): the layout byte for byte, and bitwise
-//    the stored layout's outputs.
+//    the stored layout's outputs;
+//  - fp8 whose power-of-two scales fold (LinearWeight::scales_fold, amx): bitwise the same weights
+//    expanded to bf16, stored and relaid, and exact at the folding range's ends.
 // Each level's tests are skipped where the CPU (or, for AMX, the OS) does not offer it.
 #include <gtest/gtest.h>
 
@@ -395,6 +397,114 @@ TEST_P(TileBlockScaled, Fp8MoeIsInvariantForEveryBatchSize) {
 }
 
 // MoE with FP4 experts (64 wide) and a shared expert of twice the width, as above.
+// An fp8 weight with power-of-two scales 2^k, k in [-12, -4] (UE8M0, as DeepSeek-V4's) that fold
+// (LinearWeight::scales_fold), and the same weights expanded to bf16 (code * 2^k, exact).
+struct FoldedFp8 {
+  std::unique_ptr<TestWeight> fp8;
+  std::vector<uint16_t> expanded;
+  LinearWeight bf16;
+  FoldedFp8(int64_t n_out, int64_t n_in, int block_rows, int block_cols, uint32_t seed)
+      : fp8(fp8_weight(n_out, n_in, block_rows, block_cols, seed)), expanded(size_t(n_out * n_in)) {
+    std::mt19937 rng(seed + 5);
+    for (float& s : fp8->scales) s = std::ldexp(1.0f, -12 + int(rng() % 9));
+    fp8->w.scales_fold = pow2_block_scales(fp8->w);
+    EXPECT_TRUE(fp8->w.scales_fold);
+    for (int64_t o = 0; o < n_out; ++o) {
+      const std::vector<float> row = weight_row(fp8->w, o);
+      for (int64_t i = 0; i < n_in; ++i) expanded[size_t(o * n_in + i)] = f32_to_bf16(row[size_t(i)]);
+    }
+    bf16 = {DType::BF16, expanded.data(), n_out, n_in};
+    bf16.act_dtype = DType::BF16;
+  }
+};
+
+// Which weights fold: F8_E4M3 only, row blocks of whole tiles, column blocks of whole chunks, and
+// every scale a power of two from 2^-117 (e4m3's smallest subnormal then 2^-126, bf16's smallest
+// normal) to 2^119 (448 * 2^119 below bf16's largest finite value).
+TEST(Fp8FoldedScales, OnlyPowersOfTwoInRangeFold) {
+  TestWeight tw(DType::F8_E4M3, 32, 64, 7, 32, 16);
+  const auto folds_with = [&](float s) {
+    std::fill(tw.scales.begin(), tw.scales.end(), 0.25f);
+    tw.scales.back() = s;
+    return pow2_block_scales(tw.w);
+  };
+  EXPECT_TRUE(folds_with(0.25f));
+  EXPECT_TRUE(folds_with(std::ldexp(1.0f, -117)));
+  EXPECT_TRUE(folds_with(std::ldexp(1.0f, 119)));
+  EXPECT_FALSE(folds_with(std::ldexp(1.0f, -118)));
+  EXPECT_FALSE(folds_with(std::ldexp(1.0f, 120)));
+  EXPECT_FALSE(folds_with(0.3f));
+  EXPECT_FALSE(folds_with(-0.25f));
+  EXPECT_FALSE(folds_with(0.0f));
+  std::fill(tw.scales.begin(), tw.scales.end(), 0.25f);
+  tw.w.block_rows = 8;
+  EXPECT_FALSE(pow2_block_scales(tw.w));
+  TestWeight int8(DType::I8_SM, 32, 64, 7, 32, 16);
+  std::fill(int8.scales.begin(), int8.scales.end(), 0.25f);
+  EXPECT_FALSE(pow2_block_scales(int8.w));
+}
+
+// On amx, fp8 weights whose scales fold are bitwise their bf16 expansion, stored and relaid
+// tile-major, for every batch size (one token tile streams the relaid codes as the tiles' B
+// operand, more copy panels): linear over kFp8Shapes' tiled blocks, and SwiGLU.
+TEST_F(AmxBlockScaled, Fp8WithFoldedScalesIsTheBf16Expansion) {
+  for (const Fp8Shape& s : kFp8Shapes) {
+    SCOPED_TRACE(shape_name(DType::F8_E4M3, s));
+    const FoldedFp8 w(s.n_out, s.n_in, s.block_rows, s.block_cols, 7);
+    AlignedVector<uint8_t> buf;
+    const LinearWeight tm = tile_major(w.fp8->w, buf);
+    EXPECT_TRUE(tm.scales_fold);
+    const int64_t ldx = s.n_in + 5;
+    const std::vector<float> x = random_floats(size_t(kMaxRows * ldx), 11);
+    for (int64_t m : {int64_t(1), int64_t(5), int64_t(16), int64_t(17), kMaxRows}) {
+      std::vector<float> y(size_t(m * s.n_out)), y_tm(y.size()), y_bf16(y.size());
+      cpu::linear({x.data(), ldx, m, &w.fp8->w, y.data(), s.n_out});
+      cpu::linear({x.data(), ldx, m, &tm, y_tm.data(), s.n_out});
+      cpu::linear({x.data(), ldx, m, &w.bf16, y_bf16.data(), s.n_out});
+      SCOPED_TRACE("m " + std::to_string(m));
+      expect_same_bits(y, y_bf16);
+      expect_same_bits(y_tm, y_bf16);
+    }
+    expect_every_batch_size_invariant(s.n_out, [&](int64_t r0, int64_t m, float* out) {
+      cpu::linear({x.data() + r0 * ldx, ldx, m, &w.fp8->w, out, s.n_out});
+    });
+  }
+  const int64_t inter = 45, n_in = 544;
+  const FoldedFp8 gate(inter, n_in, 32, 32, 3), up(inter, n_in, 32, 32, 4);
+  AlignedVector<uint8_t> gb, ub;
+  const LinearWeight g = tile_major(gate.fp8->w, gb), u = tile_major(up.fp8->w, ub);
+  const std::vector<float> x = random_floats(size_t(kMaxRows * n_in), 5);
+  for (int64_t m : {int64_t(1), int64_t(16), kMaxRows}) {
+    std::vector<float> y(size_t(m * inter)), y_tm(y.size()), y_bf16(y.size());
+    cpu::swiglu({x.data(), n_in, m, &gate.fp8->w, &up.fp8->w, y.data(), inter});
+    cpu::swiglu({x.data(), n_in, m, &g, &u, y_tm.data(), inter});
+    cpu::swiglu({x.data(), n_in, m, &gate.bf16, &up.bf16, y_bf16.data(), inter});
+    SCOPED_TRACE("SwiGLU, m " + std::to_string(m));
+    expect_same_bits(y, y_bf16);
+    expect_same_bits(y_tm, y_bf16);
+  }
+}
+
+// Every e4m3 code (NaN codes aside) at both ends of the folding range, against a one-hot input,
+// comes out as code * 2^k exactly: subnormal codes times 2^-117 and 448 times 2^119 included.
+TEST_F(AmxBlockScaled, Fp8FoldedCodesConvertExactlyAtTheRangesEnds) {
+  for (int k : {-117, 119}) {
+    TestWeight tw(DType::F8_E4M3, 1, 256, 7, 32, 16);
+    for (int c = 0; c < 256; ++c) tw.bytes[size_t(c)] = (c & 0x7f) == 0x7f ? 0 : uint8_t(c);
+    std::fill(tw.scales.begin(), tw.scales.end(), std::ldexp(1.0f, k));
+    tw.w.act_dtype = DType::BF16;
+    tw.w.scales_fold = pow2_block_scales(tw.w);
+    ASSERT_TRUE(tw.w.scales_fold);
+    for (int c = 0; c < 256; ++c) {
+      std::vector<float> x(256, 0.0f);
+      x[size_t(c)] = 1.0f;
+      float y = -1;
+      cpu::linear({x.data(), 256, 1, &tw.w, &y, 1});
+      EXPECT_EQ(y, std::ldexp(fp8_e4m3_to_f32(tw.bytes[size_t(c)]), k)) << "code " << c << ", 2^" << k;
+    }
+  }
+}
+
 TEST_F(AmxBlockScaled, Fp4MoeIsInvariantForEveryBatchSize) {
   const int64_t d = 96, inter = 64;
   const int E = 4;

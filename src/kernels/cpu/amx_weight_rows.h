@@ -5,8 +5,9 @@
 //  - F8_E4M3 and I8_SM: every code but NaN to its bf16 through Avx512Bf16's two byte lookups
 //    (fp8x64_to_bf16 with the dtype's tables, subnormals and signed zeros included; e4m3's exponents
 //    and 3 mantissa bits lie inside bf16, as do the integers 0-127); the block scales are applied by
-//    the tile loop, per block partial sum; tile-major codes a whole 16 x 32 block at a time, in pair
-//    order (pair_block);
+//    the tile loop, per block partial sum, or, where the scales fold (LinearWeight::scales_fold),
+//    added to the exponents here (times_pow2); tile-major codes a whole 16 x 32 block at a time, in
+//    pair order (pair_block);
 //  - F4_E2M1: each nibble times its UE8M0 scale (E2M1 * 2^(e - 127) is a bf16 value) through
 //    Fp4Widen<Avx512Bf16>::block_bf16, so FP4 weights on tiles are exactly the weights expanded
 //    to bf16 on tiles; tile-major nibbles a whole 16 x 32 block at a time (fp4_tile_block), the
@@ -20,6 +21,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/cpu/fp4_widen_avx512_bf16.h"
 #include "kernels/cpu/simd_avx512_bf16.h"
@@ -47,21 +49,64 @@ struct Bf16Source {
   }
 };
 
+// Folded scales: the bf16 words of v (e4m3 codes converted, fp8x64_to_bf16) times 2^k, given k << 7
+// in every word of k7 (pow2_words): k added to the exponent field of every word but +-0. Within
+// LinearWeight::scales_fold's range every e4m3 value times 2^k is a normal bf16 value, so the
+// result is exact (a NaN code, which the tables read as 480, as 480 * 2^k).
+inline __m512i times_pow2(__m512i v, __m512i k7) {
+  return _mm512_mask_add_epi16(v, _mm512_test_epi16_mask(v, _mm512_set1_epi16(0x7fff)), v, k7);
+}
+// k << 7 in every word, for the power-of-two scale s = 2^k (a normal float).
+inline __m512i pow2_words(float s) {
+  uint32_t b;
+  std::memcpy(&b, &s, 4);
+  return _mm512_set1_epi16(int16_t((int(b >> 23) - 127) * 128));
+}
+// The folded scales of one row block's chunks c0, c0 + 1, ... in turn (next(): k << 7 of the chunk's
+// scale 2^k, as pow2_words), walking the column blocks without a division per chunk.
+class ScaleWalk {
+ public:
+  ScaleWalk() = default;
+  ScaleWalk(const LinearWeight& w, int64_t row, int64_t c0)
+      : scales_(w.scale_inv + row / w.block_rows * ((w.n_in + w.block_cols - 1) / w.block_cols)),
+        per_block_(w.block_cols / 32), blk_(c0 / per_block_), left_(per_block_ - c0 % per_block_) {}
+  __m512i next() {
+    const __m512i k7 = pow2_words(scales_[blk_]);
+    if (--left_ == 0) {
+      ++blk_;
+      left_ = per_block_;
+    }
+    return k7;
+  }
+
+ private:
+  const float* scales_ = nullptr;  // the row block's, one per column block
+  int64_t per_block_ = 1;          // chunks per column block
+  int64_t blk_ = 0, left_ = 1;     // the next chunk's column block, and its chunks left in it
+};
+
 struct Fp8Source {
   const LinearWeight& w;
   const Avx512Bf16::Fp8Lut lut;
-  explicit Fp8Source(const LinearWeight& weight) : w(weight), lut(weight.dtype) {}
+  const bool fold;  // the block scales folded into the weights (LinearWeight::scales_fold)
+  Fp8Source(const LinearWeight& weight, bool fold_scales) : w(weight), lut(weight.dtype), fold(fold_scales) {}
   // Two chunks per conversion of 64 codes.
   void chunks(int64_t row, int64_t c0, int64_t c1, uint16_t* dst, int64_t stride) const {
     const uint8_t* p = static_cast<const uint8_t*>(w.data) + row * w.n_in;
+    ScaleWalk scales;
+    if (fold) scales = ScaleWalk(w, row, c0);
     for (int64_t c = c0; c < c1; c += 2) {
       const int64_t k = c * 32;
       const int n = int(std::min<int64_t>(c + 1 < c1 ? 64 : 32, w.n_in - k));
       _mm_prefetch(reinterpret_cast<const char*>(p + k + kPrefetchWeights), _MM_HINT_T0);
       __m512i w0, w1;
       Avx512Bf16::fp8x64_to_bf16(lut, p + k, n, w0, w1);
+      if (fold) w0 = times_pow2(w0, scales.next());
       _mm512_store_si512(dst + c * stride, w0);
-      if (c + 1 < c1) _mm512_store_si512(dst + (c + 1) * stride, w1);
+      if (c + 1 < c1) {
+        if (fold) w1 = times_pow2(w1, scales.next());
+        _mm512_store_si512(dst + (c + 1) * stride, w1);
+      }
     }
   }
 };
@@ -73,14 +118,21 @@ constexpr int64_t kTileAhead = 2048;
 
 // fp8 and int8: the block's 512 codes at data + (t * kc + c) * 512 in pair order (pair p, the columns
 // 32c + 2p and 32c + 2p + 1, of row r at byte 32p + 2r), to bf16 in the same order: dst + 32p holds
-// pair p of the 16 rows, a tile's B operand (the tile's outputs as its columns).
+// pair p of the 16 rows, a tile's B operand (the tile's outputs as its columns). With folded scales
+// (fold: the tile's ScaleWalk, at chunk c), times the block's scale (the 16 rows lie in one row
+// block where the scales fold).
 inline void pair_block(const Avx512Bf16::Fp8Lut& lut, const LinearWeight& w, int64_t kc, int64_t t, int64_t c,
-                       uint16_t* dst) {
+                       uint16_t* dst, ScaleWalk* fold = nullptr) {
   const uint8_t* block = static_cast<const uint8_t*>(w.data) + (t * kc + c) * 512;
   for (int q = 0; q < 512; q += 64) _mm_prefetch(reinterpret_cast<const char*>(block + kTileAhead + q), _MM_HINT_T0);
+  const __m512i k7 = fold ? fold->next() : _mm512_setzero_si512();
   for (int p = 0; p < 16; p += 2) {
     __m512i w0, w1;
     Avx512Bf16::fp8x64_to_bf16(lut, block + p * 32, 64, w0, w1);
+    if (fold) {
+      w0 = times_pow2(w0, k7);
+      w1 = times_pow2(w1, k7);
+    }
     _mm512_store_si512(dst + p * 32, w0);
     _mm512_store_si512(dst + (p + 1) * 32, w1);
   }

@@ -164,18 +164,20 @@ inline void copy_panels_from(const Source& src, int64_t n_in, int64_t o_begin, i
   }
 }
 // Chunks [c0, c1) of the panels' rows [r0, r1) (by default all chunks, and all rows: up to o_end
-// rounded up to whole tiles); w is BF16, F8_E4M3, I8_SM or F4_E2M1. Tile-major weights (o_begin, r0 and
-// r1 multiples of 16) copy whole tiles, block by block (byte codes converted in pair order, then
-// transposed into rows; rows past o_end: the tile's stored rows, zero past n_out; their outputs are
-// never stored).
-inline void copy_panels(const LinearWeight& w, int64_t o_begin, int64_t o_end, uint16_t* panels, int64_t c0 = 0,
-                        int64_t c1 = -1, int64_t r0 = 0, int64_t r1 = -1) {
+// rounded up to whole tiles); w is BF16, F8_E4M3, I8_SM or F4_E2M1, fp8 with its scales folded in
+// where fold (folds_scales). Tile-major weights (o_begin, r0 and r1 multiples of 16) copy whole
+// tiles, block by block (byte codes converted in pair order, then transposed into rows; rows past
+// o_end: the tile's stored rows, zero past n_out; their outputs are never stored).
+inline void copy_panels(const LinearWeight& w, bool fold, int64_t o_begin, int64_t o_end, uint16_t* panels,
+                        int64_t c0 = 0, int64_t c1 = -1, int64_t r0 = 0, int64_t r1 = -1) {
   const int64_t kc = (w.n_in + kChunk - 1) / kChunk;
   if (c1 < 0) c1 = kc;
   if (r1 < 0) r1 = (o_end - o_begin + kTile - 1) / kTile * kTile;
   if (w.tile_major) {
     const Avx512Bf16::Fp8Lut lut(w.dtype);
-    for (int64_t t = r0 / kTile; t < r1 / kTile; ++t)
+    for (int64_t t = r0 / kTile; t < r1 / kTile; ++t) {
+      ScaleWalk scales;
+      if (fold) scales = ScaleWalk(w, o_begin + t * kTile, c0);
       for (int64_t c = c0; c < c1; ++c) {
         uint16_t* dst = panels + (t * kc + c) * kPanelStride;
         if (!has_block_scales(w.dtype)) {
@@ -183,15 +185,16 @@ inline void copy_panels(const LinearWeight& w, int64_t o_begin, int64_t o_end, u
           continue;
         }
         alignas(64) uint16_t pairs[kBlockElems];  // pair p of the 16 rows at 32p: transposed into rows
-        pair_block(lut, w, kc, o_begin / kTile + t, c, pairs);
+        pair_block(lut, w, kc, o_begin / kTile + t, c, pairs, fold ? &scales : nullptr);
         transpose16_by([&](int p) { return _mm512_load_si512(pairs + p * 32); },
                        [&](int i, __m512i v) { _mm512_store_si512(dst + i * 32, v); });
       }
+    }
     return;
   }
   switch (w.dtype) {
     case DType::F8_E4M3:
-    case DType::I8_SM: return copy_panels_from(Fp8Source(w), w.n_in, o_begin, o_end, panels, c0, c1, r0, r1);
+    case DType::I8_SM: return copy_panels_from(Fp8Source(w, fold), w.n_in, o_begin, o_end, panels, c0, c1, r0, r1);
     case DType::F4_E2M1: return copy_panels_from(Fp4Source(w), w.n_in, o_begin, o_end, panels, c0, c1, r0, r1);
     default: return copy_panels_from(Bf16Source(w), w.n_in, o_begin, o_end, panels, c0, c1, r0, r1);
   }
@@ -252,18 +255,20 @@ inline void chunk_step(const WeightTilesAt& wa, const uint16_t* const (&tb)[2], 
 // share of whole rows after each chunk (group_pass).
 struct NextCopy {
   const LinearWeight* w[2] = {nullptr, nullptr};
+  bool fold = false;               // folds_scales of the next group
   int64_t o_begin = 0, o_end = 0;  // rows of each weight
   uint16_t* panels[2] = {nullptr, nullptr};
 
   void run(int64_t c0, int64_t c1) const {
     for (int i = 0; i < 2; ++i)
-      if (w[i]) copy_panels(*w[i], o_begin, o_end, panels[i], c0, c1);
+      if (w[i]) copy_panels(*w[i], fold, o_begin, o_end, panels[i], c0, c1);
   }
   // Share `part` of n_parts of the rows, every chunk: each row read front to back.
   void run_rows(int64_t part, int64_t n_parts) const {
     const int64_t n_rows = (o_end - o_begin + kTile - 1) / kTile * kTile;
     for (int i = 0; i < 2; ++i)
-      if (w[i]) copy_panels(*w[i], o_begin, o_end, panels[i], 0, -1, part * n_rows / n_parts, (part + 1) * n_rows / n_parts);
+      if (w[i])
+        copy_panels(*w[i], fold, o_begin, o_end, panels[i], 0, -1, part * n_rows / n_parts, (part + 1) * n_rows / n_parts);
   }
 };
 
@@ -402,20 +407,24 @@ inline void stream_fp4(const LinearWeight* const (&w)[2], const int64_t (&t)[2],
 // the weights as the B operand (TileScope(TileConfig::pairs(n))): each chunk's blocks, stored in
 // pair order, are converted into an L1 ring as they are and multiply the tokens' rows; C is then
 // [n tokens, 16 outputs]. Each scale block's chunks accumulate from zero, its partial goes into
-// out[a] as fma(partial, scale, total), total from zero: per output, the products and the order of
-// group_pass's k_block_scaled, whose tiles have the weights as A (TDPBF16PS's arithmetic per element
+// out[a] as fma(partial, scale, total), total from zero; or, with the scales folded (bs nullptr),
+// every chunk in one accumulator: per output, the products and the order of group_pass's
+// k_block_scaled or k_block, whose tiles have the weights as A (TDPBF16PS's arithmetic per element
 // is the same with the operands' roles swapped), so bit for bit. out[a] holds tile a's outputs as
 // [n tokens, 16 outputs] (token j, output i at 16j + i).
 template <int NA>
 inline void stream_pairs(const LinearWeight* const (&w)[2], const int64_t (&t)[2], int64_t kc, const uint16_t* act, int n,
-                         const BlockScales& bs, float (&out)[2][kTile * kTile]) {
+                         const BlockScales* bs, float (&out)[2][kTile * kTile]) {
   alignas(64) uint16_t ring[2][kBlockElems];
   alignas(64) float part[2][kTile * kTile];
   const Avx512Bf16::Fp8Lut lut(w[0]->dtype);
+  ScaleWalk scales[2];
+  if (!bs)
+    for (int a = 0; a < NA; ++a) scales[a] = ScaleWalk(*w[a], t[a] * kTile, 0);
   _tile_zero(0);
   if constexpr (NA > 1) _tile_zero(1);
   for (int64_t c = 0; c < kc; ++c) {
-    for (int a = 0; a < NA; ++a) pair_block(lut, *w[a], kc, t[a], c, ring[a]);
+    for (int a = 0; a < NA; ++a) pair_block(lut, *w[a], kc, t[a], c, ring[a], bs ? nullptr : &scales[a]);
     _tile_loadd(6, act + c * kBlockElems, 64);
     _tile_loadd(4, ring[0], 64);
     _tile_dpbf16ps(0, 6, 4);
@@ -423,12 +432,13 @@ inline void stream_pairs(const LinearWeight* const (&w)[2], const int64_t (&t)[2
       _tile_loadd(5, ring[1], 64);
       _tile_dpbf16ps(1, 6, 5);
     }
-    if ((c + 1) % bs.bc == 0 || c + 1 == kc) {
+    if (!bs) continue;
+    if ((c + 1) % bs->bc == 0 || c + 1 == kc) {
       _tile_stored(0, part[0], 64);
       if constexpr (NA > 1) _tile_stored(1, part[1], 64);
-      const int64_t blk = c / bs.bc;
+      const int64_t blk = c / bs->bc;
       for (int a = 0; a < NA; ++a) {
-        const __m512 s = tile_scales(bs, a, blk);
+        const __m512 s = tile_scales(*bs, a, blk);
         for (int j = 0; j < n; ++j) {
           const __m512 prev = blk == 0 ? _mm512_setzero_ps() : _mm512_load_ps(out[a] + j * kTile);
           _mm512_store_ps(out[a] + j * kTile, _mm512_fmadd_ps(_mm512_load_ps(part[a] + j * kTile), s, prev));
@@ -437,6 +447,10 @@ inline void stream_pairs(const LinearWeight* const (&w)[2], const int64_t (&t)[2
       _tile_zero(0);
       if constexpr (NA > 1) _tile_zero(1);
     }
+  }
+  if (!bs) {
+    _tile_stored(0, out[0], 64);
+    if constexpr (NA > 1) _tile_stored(1, out[1], 64);
   }
 }
 
@@ -522,10 +536,15 @@ inline int64_t panel_slots(bool one_pass, bool ahead, int64_t n_tiles, int64_t g
   return one_pass ? std::min(n_tiles, ahead ? 2 * group : group) : n_tiles;
 }
 
-// fp8 and int8 weights (else nullptr): weight tiles at outputs o and o + 16 * (NA - 1) (multiples of 16).
+// Whether the calls' weights run with their block scales folded in (LinearWeight::scales_fold): a
+// linear's weight, or a SwiGLU's gate and up together.
+inline bool folds_scales(const LinearWeight& w0, const LinearWeight& w1) { return w0.scales_fold && w1.scales_fold; }
+
+// fp8 and int8 weights whose scales do not fold (else nullptr): weight tiles at outputs o and
+// o + 16 * (NA - 1) (multiples of 16).
 inline const BlockScales* fp8_scales(const LinearWeight& w0, const LinearWeight& w1, int64_t o0, int64_t o1,
                                      BlockScales& bs) {
-  if (!has_block_scales(w0.dtype)) return nullptr;
+  if (!has_block_scales(w0.dtype) || folds_scales(w0, w1)) return nullptr;
   const int64_t n_cb = (w0.n_in + w0.block_cols - 1) / w0.block_cols;  // w1 has w0's shape and blocks
   const auto row = [&](const LinearWeight& w, int64_t o) { return w.scale_inv + o / w.block_rows * n_cb; };
   bs = {{row(w0, o0), row(w1, o1)}, w0.block_cols / kChunk};
@@ -554,6 +573,7 @@ inline void linear_block_packed(const uint16_t* packed, int64_t m, const LinearW
   uint16_t* panels = panel_buffer(n_slots * panel_elems);
   const auto panel = [&](int64_t i) { return panels + i % n_slots * panel_elems; };  // weight tile i's
   const uint16_t* base = static_cast<const uint16_t*>(w.data);
+  const bool fold = folds_scales(w, w);
   alignas(64) float acc[kMaxPassTiles][2][kTile * kTile];
   alignas(64) float tot[kMaxPassTiles][2][kTile * kTile];  // fp8 and int8 only
   TileScope tiles(pairs ? TileConfig::pairs(int(m)) : TileConfig(tile_stream ? int(m) : kTile));
@@ -567,8 +587,8 @@ inline void linear_block_packed(const uint16_t* packed, int64_t m, const LinearW
       if (tile_stream) {
         const LinearWeight* const ws[2] = {&w, &w};
         const int64_t ts[2] = {o0 / kTile, o0 / kTile + na - 1};
-        if (pairs && na == 2) stream_pairs<2>(ws, ts, kc, act, int(m), *bs, acc[0]);
-        else if (pairs) stream_pairs<1>(ws, ts, kc, act, int(m), *bs, acc[0]);
+        if (pairs && na == 2) stream_pairs<2>(ws, ts, kc, act, int(m), bs, acc[0]);
+        else if (pairs) stream_pairs<1>(ws, ts, kc, act, int(m), bs, acc[0]);
         else if (na == 2) stream_fp4<2>(ws, ts, kc, packed, int(m), acc[0]);
         else stream_fp4<1>(ws, ts, kc, packed, int(m), acc[0]);
         for (int a = 0; a < na; ++a) {
@@ -582,9 +602,10 @@ inline void linear_block_packed(const uint16_t* packed, int64_t m, const LinearW
       WeightTilesAt wa = WeightTilesAt::panels(panel(i), panel(i + na - 1));
       NextCopy next;
       if (!stream && tt0 == 0) {  // the first pass copies the panels: the first group's now, each next one alongside
-        if (i == 0 || !ahead) copy_panels(w, o0, std::min(o_end, o0 + na * kTile), panel(i));
+        if (i == 0 || !ahead) copy_panels(w, fold, o0, std::min(o_end, o0 + na * kTile), panel(i));
         if (ahead && i + 2 < n_tiles) {
           next.w[0] = &w;
+          next.fold = fold;
           next.o_begin = o0 + 2 * kTile;
           next.o_end = std::min(o_end, next.o_begin + 2 * kTile);
           next.panels[0] = panel(i + 2);
@@ -593,7 +614,7 @@ inline void linear_block_packed(const uint16_t* packed, int64_t m, const LinearW
       if (stream && o0 + na * kTile <= w.n_out) {
         wa = WeightTilesAt::rows(base + o0 * w.n_in, base + (o0 + (na - 1) * kTile) * w.n_in, w.n_in);
       } else if (stream) {  // rows past the matrix: through a panel of these tiles
-        copy_panels(w, o0, std::min(o_end, o0 + na * kTile), panels);
+        copy_panels(w, fold, o0, std::min(o_end, o0 + na * kTile), panels);
         wa = WeightTilesAt::panels(panels, panels + (na - 1) * panel_elems);
       }
       if (na == 2) group_pass<2>(wa, kc, packed, tt0, tt1, next, bs, acc, tot);
@@ -626,6 +647,7 @@ inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearW
   uint16_t* up_panels = gate_panels + n_slots * panel_elems;
   const auto slot = [&](int64_t i) { return i % n_slots * panel_elems; };  // of output tile i's panels
   const uint16_t *g_base = static_cast<const uint16_t*>(gate.data), *u_base = static_cast<const uint16_t*>(up.data);
+  const bool fold = folds_scales(gate, up);
   alignas(64) float acc[kMaxPassTiles][2][kTile * kTile];
   alignas(64) float tot[kMaxPassTiles][2][kTile * kTile];  // fp8 and int8 only
   TileScope tiles(pairs ? TileConfig::pairs(int(m)) : TileConfig(tile_stream ? int(m) : kTile));
@@ -638,7 +660,7 @@ inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearW
       if (tile_stream) {
         const LinearWeight* const ws[2] = {&gate, &up};
         const int64_t ts[2] = {o / kTile, o / kTile};
-        if (pairs) stream_pairs<2>(ws, ts, kc, act, int(m), *bs, acc[0]);
+        if (pairs) stream_pairs<2>(ws, ts, kc, act, int(m), bs, acc[0]);
         else stream_fp4<2>(ws, ts, kc, packed, int(m), acc[0]);
         silu_mul(acc[0][0], acc[0][1], int(kTile * m));
         const int n_valid = int(std::min<int64_t>(kTile, o_end - o));
@@ -650,12 +672,13 @@ inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearW
       NextCopy next;
       if (!stream && tt0 == 0) {  // the first pass copies the panels: the first tile's now, each next one alongside
         if (i == 0 || !ahead) {
-          copy_panels(gate, o, std::min(o_end, o + kTile), gate_panels + slot(i));
-          copy_panels(up, o, std::min(o_end, o + kTile), up_panels + slot(i));
+          copy_panels(gate, fold, o, std::min(o_end, o + kTile), gate_panels + slot(i));
+          copy_panels(up, fold, o, std::min(o_end, o + kTile), up_panels + slot(i));
         }
         if (ahead && i + 1 < n_tiles) {
           next.w[0] = &gate;
           next.w[1] = &up;
+          next.fold = fold;
           next.o_begin = o + kTile;
           next.o_end = std::min(o_end, next.o_begin + kTile);
           next.panels[0] = gate_panels + slot(i + 1);
@@ -665,8 +688,8 @@ inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearW
       if (stream && o + kTile <= gate.n_out) {
         wa = WeightTilesAt::rows(g_base + o * gate.n_in, u_base + o * gate.n_in, gate.n_in);
       } else if (stream) {  // rows past the matrix: through panels of this tile
-        copy_panels(gate, o, std::min(o_end, o + kTile), gate_panels);
-        copy_panels(up, o, std::min(o_end, o + kTile), up_panels);
+        copy_panels(gate, fold, o, std::min(o_end, o + kTile), gate_panels);
+        copy_panels(up, fold, o, std::min(o_end, o + kTile), up_panels);
         wa = WeightTilesAt::panels(gate_panels, up_panels);
       }
       group_pass<2>(wa, kc, packed, tt0, tt1, next, bs, acc, tot);

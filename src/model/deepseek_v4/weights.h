@@ -84,7 +84,8 @@ struct DeepseekV4Weights {
   // Sets act_dtype BF16 on every linear weight that admits it (bf16, FP4, fp8 with blocks of a
   // multiple of 32 columns: admits_bf16_activations) of the main layers and the head
   // (ModelOptions::activation_dtype): projections, compressors, indexer, experts, shared experts. Not the embedding, the routers or the f32
-  // hyper-connection matrices.
+  // hyper-connection matrices. fp8 weights whose scales are all UE8M0 powers of two in range also
+  // get scales_fold (pow2_block_scales).
   void use_bf16_activations();
 
   // Copies every linear weight that the backend reads faster in another layout into that layout

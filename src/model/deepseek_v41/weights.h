@@ -97,7 +97,8 @@ struct DeepseekV41Weights {
   // multiple of 32 columns: admits_bf16_activations) that the layers and the head multiply through
   // Backend::linear (ModelOptions::activation_dtype): attention projections, compressors, the
   // indexer's projections, Engram's wkv, routed and shared experts, head. Not the embedding, the
-  // routers, the Engram tables or the f32 hyper-connection matrices.
+  // routers, the Engram tables or the f32 hyper-connection matrices. fp8 weights whose scales are
+  // all UE8M0 powers of two in range also get scales_fold (pow2_block_scales).
   void use_bf16_activations();
 
   // As DeepseekV4Weights::relay: the weights the backend reads faster in another layout (fp8 and
