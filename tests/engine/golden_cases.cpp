@@ -10,6 +10,7 @@
 
 #include "core/check.h"
 #include "engine/kv_cache.h"
+#include "engine_test_util.h"
 #include "model/loader.h"
 
 namespace deepinfer::test {
@@ -100,6 +101,24 @@ double golden_error(const std::vector<GoldenCase>& cases, const std::vector<Comp
     }
   }
   return worst;
+}
+
+void expect_chunked_cached_and_batched_alike(CausalLM& model, const std::vector<Request>& requests, DType kv,
+                                             const std::string& what) {
+  const auto alone = run_alone(model, options(kv, 2048), requests);
+  auto chunked = make_core(model, options(kv, 5, 16));
+  expect_same_outputs(alone, run_to_completion(*chunked, requests), (what + ", chunk 5").c_str());
+  expect_same_outputs(alone, run_to_completion(*chunked, requests, 100), (what + ", warm prefix cache").c_str());
+  auto all = requests;
+  const auto others = varied_requests(40, 23, model.info().vocab_size);
+  all.insert(all.end(), others.begin(), others.end());
+  EngineOptions tight = options(kv, 96, 16);
+  tight.kv_cache_memory_bytes = kv_budget_for_tokens(model, tight, 1400);
+  auto core = make_core(model, tight);
+  auto together = run_to_completion(*core, all);
+  EXPECT_GT(core->stats().n_preemptions, 0u) << what;
+  together.resize(requests.size());
+  expect_same_outputs(alone, together, (what + ", among 40 others with preemption").c_str());
 }
 
 }  // namespace deepinfer::test

@@ -37,6 +37,11 @@ EngineOptions options(DType kv, int chunk, int block_size = 64);
 // A KV budget that gives the model's full kinds room for at least n_tokens under options o; if
 // the model has windows, they get the other half (at least one sequence's: kv_blocks_for_budget).
 size_t kv_budget_for_tokens(const CausalLM& model, const EngineOptions& o, int n_tokens);
+// Each request's outputs bitwise the same as alone: in chunks of 5 tokens from a cold and then a
+// warm prefix cache (blocks of 16), and among 40 others (sampled, n > 1, shared prefixes) in a
+// `kv` cache small enough to preempt. `what` names the case in failures.
+void expect_chunked_cached_and_batched_alike(CausalLM& model, const std::vector<Request>& requests, DType kv,
+                                             const std::string& what);
 // Ids must match the cases; returns the largest |logprob - golden| over chosen tokens and the top
 // 5 (0 without `logprobs`: ids only).
 double golden_error(const std::vector<GoldenCase>& cases, const std::vector<CompletedRequest>& out, bool logprobs);

@@ -88,22 +88,8 @@ TEST(GoldenV41Bf16, ChunkedCachedAndBatchedAreBitwiseTheSame) {
   ModelOptions bf16;
   bf16.activation_dtype = DType::BF16;
   const auto model = load("tiny-v41-qat", bf16);
-  const auto requests = golden_requests(load_golden("tiny-v41-qat"));
-  const std::string what = "tiny-v41-qat, bf16 activations";
-  const auto alone = run_alone(*model, options(DType::BF16, 2048), requests);
-  auto chunked = make_core(*model, options(DType::BF16, 5, 16));
-  expect_same_outputs(alone, run_to_completion(*chunked, requests), (what + ", chunk 5").c_str());
-  expect_same_outputs(alone, run_to_completion(*chunked, requests, 100), (what + ", warm prefix cache").c_str());
-  auto all = requests;
-  const auto others = varied_requests(40, 23, model->info().vocab_size);
-  all.insert(all.end(), others.begin(), others.end());
-  EngineOptions tight = options(DType::BF16, 96, 16);
-  tight.kv_cache_memory_bytes = kv_budget_for_tokens(*model, tight, 1400);
-  auto core = make_core(*model, tight);
-  auto together = run_to_completion(*core, all);
-  EXPECT_GT(core->stats().n_preemptions, 0u) << what;
-  together.resize(requests.size());
-  expect_same_outputs(alone, together, (what + ", among 40 others with preemption").c_str());
+  expect_chunked_cached_and_batched_alike(*model, golden_requests(load_golden("tiny-v41-qat")), DType::BF16,
+                                          "tiny-v41-qat, bf16 activations");
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, GoldenV41, ::testing::ValuesIn(kCases),

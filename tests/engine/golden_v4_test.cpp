@@ -72,23 +72,9 @@ TEST_P(GoldenV4, Bf16ActivationsChunkedCachedAndBatchedAreBitwiseTheSame) {
   bf16.activation_dtype = DType::BF16;
   const auto model = load(GetParam(), bf16);
   const auto requests = golden_requests(load_golden(GetParam()));
-  for (DType kv : {DType::BF16, DType::F8_E4M3}) {
-    const std::string what = GetParam() + ", bf16 activations, " + std::string(dtype_name(kv)) + " cache";
-    const auto alone = run_alone(*model, options(kv, 2048), requests);
-    auto chunked = make_core(*model, options(kv, 5, 16));
-    expect_same_outputs(alone, run_to_completion(*chunked, requests), (what + ", chunk 5").c_str());
-    expect_same_outputs(alone, run_to_completion(*chunked, requests, 100), (what + ", warm prefix cache").c_str());
-    auto all = requests;
-    const auto others = varied_requests(40, 23, model->info().vocab_size);
-    all.insert(all.end(), others.begin(), others.end());
-    EngineOptions tight = options(kv, 96, 16);
-    tight.kv_cache_memory_bytes = kv_budget_for_tokens(*model, tight, 1400);
-    auto core = make_core(*model, tight);
-    auto together = run_to_completion(*core, all);
-    EXPECT_GT(core->stats().n_preemptions, 0u) << what;
-    together.resize(requests.size());
-    expect_same_outputs(alone, together, (what + ", among 40 others with preemption").c_str());
-  }
+  for (DType kv : {DType::BF16, DType::F8_E4M3})
+    expect_chunked_cached_and_batched_alike(*model, requests, kv,
+                                            GetParam() + ", bf16 activations, " + std::string(dtype_name(kv)) + " cache");
 }
 
 EngineOptions with_mtp(EngineOptions o, int k) {

@@ -97,6 +97,31 @@ inline void weight_tiles(const float* p, uint32_t* even, uint32_t* odd) {
                  });
 }
 
+// Values of one head tile for column groups cg and cg + 1 (where `two`): tmm0/1 = the even/odd
+// columns' sums of group cg, tmm2/3 of group cg + 1, over key tiles g < n_g in order, each the
+// weights' A operands (weight_tiles: even at weights + 512 g, odd 256 after) times the key tile's
+// rows as stored (key(g), a KeyTile) as the B operand.
+template <class KeyAt>
+inline void value_tiles(const uint32_t* weights, int n_g, const KeyAt& key, int cg, bool two) {
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  for (int g = 0; g < n_g; ++g) {
+    const KeyTile kt = key(g);
+    _tile_loadd(4, weights + size_t(g) * 512, 64);
+    _tile_loadd(5, weights + size_t(g) * 512 + 256, 64);
+    _tile_loadd(6, kt.base + cg * 64, kt.stride);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 5, 6);
+    if (two) {
+      _tile_loadd(7, kt.base + (cg + 1) * 64, kt.stride);
+      _tile_dpbf16ps(2, 4, 7);
+      _tile_dpbf16ps(3, 5, 7);
+    }
+  }
+}
+
 // The row's attention for heads [h0, h1) with bf16 dots (p.dot_dtype BF16, bf16 or fp8 cache).
 inline void mla_attend_row_tiles(const MlaAttentionParams& p, const BatchSequence& s, int64_t row, int h0, int h1) {
   using V = Avx512Bf16;
@@ -197,22 +222,7 @@ inline void mla_attend_row_tiles(const MlaAttentionParams& p, const BatchSequenc
       };
       for (int cg = 0; cg < n_cg; cg += 2) {
         const bool two = cg + 1 < n_cg;
-        _tile_zero(0);
-        _tile_zero(1);
-        _tile_zero(2);
-        _tile_zero(3);
-        for (int g = 0; g < n_g; ++g) {
-          _tile_loadd(4, ws.weights.data() + size_t(g) * 512, 64);
-          _tile_loadd(5, ws.weights.data() + size_t(g) * 512 + 256, 64);
-          _tile_loadd(6, src[g].base + cg * 64, src[g].stride);
-          _tile_dpbf16ps(0, 4, 6);
-          _tile_dpbf16ps(1, 5, 6);
-          if (two) {
-            _tile_loadd(7, src[g].base + (cg + 1) * 64, src[g].stride);
-            _tile_dpbf16ps(2, 4, 7);
-            _tile_dpbf16ps(3, 5, 7);
-          }
-        }
+        value_tiles(ws.weights.data(), n_g, [&](int g) { return src[g]; }, cg, two);
         _tile_stored(0, ws.sums.data(), 64);
         _tile_stored(1, ws.sums.data() + 256, 64);
         fold(out + size_t(cg) * 512);

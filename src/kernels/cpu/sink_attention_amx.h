@@ -132,31 +132,14 @@ inline void sink_attend_head_tile(const SinkAttentionParams& p, const uint16_t* 
   for (int k = 0; k < n_g; ++k)
     weight_tiles(sc + k * 256, ws.weights.data() + size_t(k) * 512, ws.weights.data() + size_t(k) * 512 + 256);
 
-  // Values, two column groups at a time: tmm0/1 (even/odd of group cg), tmm2/3 (of cg + 1)
-  // += weights (tmm4 even, tmm5 odd) x keys (tmm6, tmm7).
+  // Values, two column groups at a time (value_tiles).
   const int64_t stride = ld * 2;
   const uint8_t* base = reinterpret_cast<const uint8_t*>(keys);
   float* out = p.out + size_t(h0) * d;
   const int n_cg = (d + 31) / 32;
   for (int cg = 0; cg < n_cg; cg += 2) {
     const bool two = cg + 1 < n_cg;
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
-    for (int k = 0; k < n_g; ++k) {
-      const uint8_t* kt = base + k * 16 * stride;
-      _tile_loadd(4, ws.weights.data() + size_t(k) * 512, 64);
-      _tile_loadd(5, ws.weights.data() + size_t(k) * 512 + 256, 64);
-      _tile_loadd(6, kt + cg * 64, stride);
-      _tile_dpbf16ps(0, 4, 6);
-      _tile_dpbf16ps(1, 5, 6);
-      if (two) {
-        _tile_loadd(7, kt + (cg + 1) * 64, stride);
-        _tile_dpbf16ps(2, 4, 7);
-        _tile_dpbf16ps(3, 5, 7);
-      }
-    }
+    value_tiles(ws.weights.data(), n_g, [&](int k) { return KeyTile{base + k * 16 * stride, stride}; }, cg, two);
     _tile_stored(0, ws.sums.data(), 64);
     _tile_stored(1, ws.sums.data() + 256, 64);
     store_pairs(ws.sums.data(), hn, cg * 32, d, out);
