@@ -122,6 +122,28 @@ inline void value_tiles(const uint32_t* weights, int n_g, const KeyAt& key, int 
   }
 }
 
+// One column group's sums (value_tiles' tmm0/1 or tmm2/3 stored: sums[parity][h][i]) interleaved
+// into the rows of heads h < hn: out[h * dim + c0 + 2i + parity], for the columns below dim; each
+// divided by divisors[h] (as a multiplication by 1 / divisors[h]) where divisors is given.
+inline void store_pairs(const float* sums, int hn, int c0, int dim, float* out, const float* divisors = nullptr) {
+  const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+  const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+  const int n = std::min(32, dim - c0);
+  const __mmask16 m0 = __mmask16(n >= 16 ? 0xffff : (1u << n) - 1u);
+  const __mmask16 m1 = __mmask16(n >= 32 ? 0xffff : n <= 16 ? 0 : (1u << (n - 16)) - 1u);
+  for (int h = 0; h < hn; ++h) {
+    const __m512 e = _mm512_load_ps(sums + h * 16), o = _mm512_load_ps(sums + 256 + h * 16);
+    __m512 a = _mm512_permutex2var_ps(e, lo, o), b = _mm512_permutex2var_ps(e, hi, o);
+    if (divisors) {
+      const __m512 inv = _mm512_set1_ps(1.0f / divisors[h]);
+      a = _mm512_mul_ps(a, inv);
+      b = _mm512_mul_ps(b, inv);
+    }
+    _mm512_mask_storeu_ps(out + size_t(h) * dim + c0, m0, a);
+    _mm512_mask_storeu_ps(out + size_t(h) * dim + c0 + 16, m1, b);
+  }
+}
+
 // The row's attention for heads [h0, h1) with bf16 dots (p.dot_dtype BF16, bf16 or fp8 cache).
 inline void mla_attend_row_tiles(const MlaAttentionParams& p, const BatchSequence& s, int64_t row, int h0, int h1) {
   using V = Avx512Bf16;
@@ -236,24 +258,12 @@ inline void mla_attend_row_tiles(const MlaAttentionParams& p, const BatchSequenc
   }
 
   // out_latent[h][32 cg + 2 n + parity] = out[cg][parity][h][n] / run_sum[h].
-  const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-  const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
   for (int ht = 0; ht < n_ht; ++ht) {
     const int hb = h0 + ht * 16, hn = std::min(16, h1 - hb);
     const float* out = ws.out.data() + size_t(ht) * out_tile_elems;
-    for (int i = 0; i < hn; ++i) {
-      const __m512 inv = _mm512_set1_ps(1.0f / ws.run_sum[size_t(ht) * 16 + size_t(i)]);
-      float* dst = p.out_latent + (row * p.n_heads + hb + i) * c;
-      for (int cg = 0; cg < n_cg; ++cg) {
-        const __m512 e = _mm512_load_ps(out + size_t(cg) * 512 + i * 16);
-        const __m512 o = _mm512_load_ps(out + size_t(cg) * 512 + 256 + i * 16);
-        const int n = std::min(32, c - cg * 32);
-        const __mmask16 m0 = __mmask16(n >= 16 ? 0xffff : (1u << n) - 1u);
-        const __mmask16 m1 = __mmask16(n >= 32 ? 0xffff : n <= 16 ? 0 : (1u << (n - 16)) - 1u);
-        _mm512_mask_storeu_ps(dst + cg * 32, m0, _mm512_mul_ps(_mm512_permutex2var_ps(e, lo, o), inv));
-        _mm512_mask_storeu_ps(dst + cg * 32 + 16, m1, _mm512_mul_ps(_mm512_permutex2var_ps(e, hi, o), inv));
-      }
-    }
+    for (int cg = 0; cg < n_cg; ++cg)
+      store_pairs(out + size_t(cg) * 512, hn, cg * 32, c, p.out_latent + (row * p.n_heads + hb) * c,
+                  ws.run_sum.data() + size_t(ht) * 16);
   }
 }
 

@@ -74,20 +74,6 @@ inline void score_tiles(const uint16_t* keys, int64_t ld, int g, const uint16_t*
   if constexpr (N > 3) _tile_stored(3, s + 768, 64);
 }
 
-// out[h][c0 + 2 i + parity] = sums[parity][h][i] for the columns below dim (rows h < hn).
-inline void store_pairs(const float* sums, int hn, int c0, int dim, float* out) {
-  const __m512i lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
-  const __m512i hi = _mm512_setr_epi32(8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
-  const int n = std::min(32, dim - c0);
-  const __mmask16 m0 = __mmask16(n >= 16 ? 0xffff : (1u << n) - 1u);
-  const __mmask16 m1 = __mmask16(n >= 32 ? 0xffff : n <= 16 ? 0 : (1u << (n - 16)) - 1u);
-  for (int h = 0; h < hn; ++h) {
-    const __m512 e = _mm512_load_ps(sums + h * 16), o = _mm512_load_ps(sums + 256 + h * 16);
-    _mm512_mask_storeu_ps(out + size_t(h) * dim + c0, m0, _mm512_permutex2var_ps(e, lo, o));
-    _mm512_mask_storeu_ps(out + size_t(h) * dim + c0 + 16, m1, _mm512_permutex2var_ps(e, hi, o));
-  }
-}
-
 // One head tile [h0, h0 + hn), hn <= 16.
 inline void sink_attend_head_tile(const SinkAttentionParams& p, const uint16_t* keys, int64_t ld, int h0, int hn,
                                   SinkScratch& ws) {
