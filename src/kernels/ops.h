@@ -37,11 +37,12 @@ struct LinearWeight {
   // F4_E2M1 only (n_in a multiple of 32): [n_out, n_in / 32] UE8M0 bytes, none 0xff;
   // W[i, j] = E2M1(nibble j of row i) * 2^(scale_e8m0[i, j / 32] - 127), exact in bf16 and f32.
   const uint8_t* scale_e8m0 = nullptr;
-  // F8_E4M3, I8_SM and F4_E2M1: the weights stored tile-major instead of by rows (Backend::relay_weight;
-  // only the CPU levels whose packed blocks run on weight tiles read this layout: amx, and avx512bf16
-  // for fp8 and int8). Block b = t * kc +
+  // F8_E4M3, I8_SM, F4_E2M1 and BF16: the weights stored tile-major instead of by rows
+  // (Backend::relay_weight; only the CPU levels whose packed blocks run on weight tiles read this
+  // layout: amx, and avx512bf16 for fp8 and int8). Block b = t * kc +
   // c (kc = ceil(n_in / 32)) holds the 16 x 32 weights of rows [16t, 16t + 16) and columns
-  // [32c, 32c + 32): fp8 and int8 512 code bytes at data + 512 b in pair order (columns 32c + 2p and
+  // [32c, 32c + 32): bf16 1 KiB at data + 1024 b, row 16t + r at bytes 64r .. 64r + 63 (the tiles' A
+  // operand), zero past n_out and n_in; fp8 and int8 512 code bytes at data + 512 b in pair order (columns 32c + 2p and
   // 32c + 2p + 1 of row 16t + r at bytes 32p + 2r and 32p + 2r + 1: the tiles' B operand), zero past
   // n_out and n_in (scale_inv: a copy of the stored scales, after the blocks); FP4 256 bytes of
   // nibbles at data + 256 b, four 64-byte groups of 4 rows (16-bit word l of group g holds column
@@ -328,9 +329,9 @@ class Backend {
   virtual void indexer_scores(const IndexerScoresParams& p) = 0;
   virtual void swiglu(const SwigluParams& p) = 0;
   virtual void moe(const MoeParams& p) = 0;
-  // Bytes of a layout of w that this backend reads faster than the stored one (fp8 and FP4 weights
-  // tile-major where they run on AMX tiles, fp8 where they run on AVX-512 BF16's pair tiles), or 0:
-  // w stays as stored.
+  // Bytes of a layout of w that this backend reads faster than the stored one (bf16, fp8 and FP4
+  // weights tile-major where they run on AMX tiles, fp8 where they run on AVX-512 BF16's pair
+  // tiles), or 0: w stays as stored.
   virtual size_t relaid_bytes(const LinearWeight& w) = 0;
   // Writes that layout into out (relaid_bytes(w) bytes, 64-byte aligned; every byte written, so out
   // may start uninitialized) and returns w reading from it: the same values, every output bit for

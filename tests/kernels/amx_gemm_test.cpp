@@ -1,14 +1,18 @@
 // The amx level's bf16 x bf16 blocks (simd_amx.h): every batch size 1..300 gives each row the
 // bits it gets alone (one token tile streams the weights, more go through panels; passes, K
 // blocks, output tails, weights of fewer than 16 rows, n_in not a multiple of 32), on one and on
-// two threads, and the outputs match a double reference on the bf16-rounded inputs. Skipped
-// where the CPU or OS offers no AMX.
+// two threads, and the outputs match a double reference on the bf16-rounded inputs. bf16 weights
+// relaid tile-major (cpu::relay_weight, read in place by the tiles): the layout value for value,
+// and the stored layout's bits at every path (linear, SwiGLU, MoE). Skipped where the CPU or OS
+// offers no AMX.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <string>
 
+#include "core/aligned_vector.h"
 #include "kernel_test_util.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/moe.h"
@@ -96,6 +100,113 @@ TEST_F(AmxGemm, MoeIsInvariantForEveryBatchSize) {
   }
   const MlpWeightRefs shared{&ws[ws.size() - 3]->w, &ws[ws.size() - 2]->w, &ws[ws.size() - 1]->w};
   expect_moe_invariant_for_every_batch_size(d, experts.data(), E, &shared);
+}
+
+// w (bf16) relaid tile-major into buf (filled with 0xff first), checked value by value against
+// LinearWeight::tile_major's layout: block t * kc + c holds rows [16t, 16t + 16) and columns
+// [32c, 32c + 32), row r at element 32r, zero past n_out and n_in; nothing after the blocks.
+LinearWeight bf16_tile_major(const LinearWeight& w, AlignedVector<uint8_t>& buf) {
+  buf.assign(cpu::relaid_bytes(w), 0xff);
+  const int64_t kc = (w.n_in + 31) / 32, blocks = (w.n_out + 15) / 16 * kc;
+  EXPECT_EQ(int64_t(buf.size()), blocks * 1024) << "the amx level relays bf16 weights with bf16 activations";
+  if (buf.empty()) return w;
+  const LinearWeight t = cpu::relay_weight(w, buf.data());
+  EXPECT_TRUE(t.tile_major);
+  EXPECT_EQ(t.data, buf.data());
+  const uint16_t* relaid = reinterpret_cast<const uint16_t*>(buf.data());
+  const uint16_t* stored = static_cast<const uint16_t*>(w.data);
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int64_t r = 0; r < 16; ++r)
+      for (int64_t j = 0; j < 32; ++j) {
+        const int64_t row = b / kc * 16 + r, col = b % kc * 32 + j;
+        const uint16_t want = row < w.n_out && col < w.n_in ? stored[row * w.n_in + col] : 0;
+        if (relaid[b * 512 + r * 32 + j] != want) {
+          ADD_FAILURE() << "block " << b << ", row " << r << ", column " << j;
+          return t;
+        }
+      }
+  return t;
+}
+
+// Tile-major bf16 weights give every output the stored layout's bits: one token tile and several,
+// one pass and two (300 rows of 1040 inputs), on one and two threads; every kShapes shape and
+// 7800 inputs (a tail of 24); SwiGLU and MoE (experts and the shared expert relaid). The
+// avx512bf16 level, whose pair tiles read bf16 weights as stored, relays none.
+TEST_F(AmxGemm, Bf16TileMajorGivesTheStoredLayoutsBits) {
+  IsaScope scope(cpu::Isa::kAmx);
+  const std::vector<int64_t> batches = {1, 2, 3, 8, 15, 16, 17, 40, kMaxRows};
+  std::vector<std::pair<int64_t, int64_t>> shapes(std::begin(kShapes), std::end(kShapes));
+  shapes.push_back({300, 7800});
+  for (auto [n_out, n_in] : shapes) {
+    SCOPED_TRACE(std::to_string(n_out) + " x " + std::to_string(n_in));
+    const auto tw = bf16_weight(n_out, n_in, 7);
+    AlignedVector<uint8_t> buf;
+    const LinearWeight tm = bf16_tile_major(tw->w, buf);
+    const int64_t ldx = n_in + 5;
+    const std::vector<float> x = random_floats(size_t(kMaxRows * ldx), 11);
+    for (int threads : {1, 2}) {
+      const ThreadScope ts(threads);
+      for (int64_t m : batches) {
+        std::vector<float> stored(size_t(m * n_out)), relaid(size_t(m * n_out));
+        cpu::linear({x.data(), ldx, m, &tw->w, stored.data(), n_out});
+        cpu::linear({x.data(), ldx, m, &tm, relaid.data(), n_out});
+        SCOPED_TRACE("m " + std::to_string(m) + ", threads " + std::to_string(threads));
+        expect_same_bits(stored, relaid);
+      }
+    }
+  }
+  {
+    SCOPED_TRACE("SwiGLU");
+    const int64_t inter = 45, n_in = 272;
+    const auto gate = bf16_weight(inter, n_in, 3), up = bf16_weight(inter, n_in, 4);
+    AlignedVector<uint8_t> gb, ub;
+    const LinearWeight g = bf16_tile_major(gate->w, gb), u = bf16_tile_major(up->w, ub);
+    const std::vector<float> x = random_floats(size_t(kMaxRows * n_in), 5);
+    for (int64_t m : batches) {
+      std::vector<float> stored(size_t(m * inter)), relaid(size_t(m * inter));
+      cpu::swiglu({x.data(), n_in, m, &gate->w, &up->w, stored.data(), inter});
+      cpu::swiglu({x.data(), n_in, m, &g, &u, relaid.data(), inter});
+      SCOPED_TRACE("m " + std::to_string(m));
+      expect_same_bits(stored, relaid);
+    }
+  }
+  {
+    SCOPED_TRACE("MoE");
+    const int64_t d = 96, inter = 40;
+    const int E = 4, k = 2;
+    std::vector<std::unique_ptr<TestWeight>> ws;
+    std::deque<AlignedVector<uint8_t>> bufs;
+    std::deque<LinearWeight> relaid_ws;
+    std::vector<MlpWeightRefs> stored, relaid;
+    for (int e = 0; e <= E; ++e) {  // the last is the shared expert
+      const int64_t width = e == E ? 2 * inter : inter;
+      for (auto [n_out, n_in] : {std::pair{width, d}, std::pair{width, d}, std::pair{d, width}}) {
+        ws.push_back(bf16_weight(n_out, n_in, 100 + uint32_t(ws.size())));
+        relaid_ws.push_back(bf16_tile_major(ws.back()->w, bufs.emplace_back()));
+      }
+      const size_t n = ws.size();
+      stored.push_back({&ws[n - 3]->w, &ws[n - 2]->w, &ws[n - 1]->w});
+      relaid.push_back({&relaid_ws[n - 3], &relaid_ws[n - 2], &relaid_ws[n - 1]});
+    }
+    std::vector<int32_t> ids(size_t(kMaxRows * k));
+    std::vector<float> wts(size_t(kMaxRows * k), 0.5f);
+    for (int64_t r = 0; r < kMaxRows; ++r) {
+      ids[size_t(r * k)] = int32_t(r % E);
+      ids[size_t(r * k + 1)] = int32_t((r % E + 1 + (r / E) % (E - 1)) % E);  // another expert
+    }
+    const std::vector<float> x = random_floats(size_t(kMaxRows * d), 9);
+    for (int64_t m : batches) {
+      std::vector<float> a(size_t(m * d)), b(size_t(m * d));
+      cpu::moe({x.data(), d, m, stored.data(), E, k, ids.data(), wts.data(), &stored[E], a.data(), d});
+      cpu::moe({x.data(), d, m, relaid.data(), E, k, ids.data(), wts.data(), &relaid[E], b.data(), d});
+      SCOPED_TRACE("m " + std::to_string(m));
+      expect_same_bits(a, b);
+    }
+  }
+  if (cpu::cpu_runs(cpu::Isa::kAvx512Bf16)) {
+    IsaScope pair_tiles(cpu::Isa::kAvx512Bf16);
+    EXPECT_EQ(cpu::relaid_bytes(bf16_weight(64, 256, 1)->w), 0u);
+  }
 }
 
 }  // namespace

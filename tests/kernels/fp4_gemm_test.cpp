@@ -74,12 +74,6 @@ class Fp4Gemm : public ::testing::TestWithParam<std::tuple<cpu::Isa, DType>> {
   cpu::Isa expanded_isa() const { return isa(); }
 };
 
-void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b, const char* what) {
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i)
-    ASSERT_EQ(std::memcmp(&a[i], &b[i], 4), 0) << what << " element " << i << ": " << a[i] << " vs " << b[i];
-}
-
 // Shapes: one block per row, 64 and 33 blocks; m 1-16 widen in registers (passes of 4 rows at
 // most: 5 = 3 + 2, 7 = 4 + 3, 16 = 4 x 4), m 17 through a scratch, m 29 takes two passes of rows
 // (24 through a scratch, then 5 in registers): every tile shape and the one-row paths.

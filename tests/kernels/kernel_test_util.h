@@ -100,6 +100,12 @@ void expect_every_batch_size_invariant(int64_t n_out, Op op) {
   }
 }
 
+inline void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b, const char* what = "") {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    ASSERT_EQ(std::memcmp(&a[i], &b[i], 4), 0) << what << " element " << i << ": " << a[i] << " vs " << b[i];
+}
+
 inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist(0.0f, scale);

@@ -175,11 +175,6 @@ struct Fp4Pair {
   Fp4Pair(const Fp4Pair&) = delete;
 };
 
-void expect_same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  ASSERT_EQ(a.size(), b.size());
-  for (size_t i = 0; i < a.size(); ++i) ASSERT_EQ(std::memcmp(&a[i], &b[i], 4), 0) << "element " << i << ": " << a[i] << " vs " << b[i];
-}
-
 // w (fp8, int8 or FP4) relaid tile-major (cpu::relay_weight) into buf (filled with 0xff first),
 // checked against LinearWeight::tile_major's layout: the values of rows 16t..16t + 15, columns
 // [32c, 32c + 32) in block (t * kc + c) (codes in pair order; FP4 nibbles in groups of 4 rows, a

@@ -64,25 +64,30 @@ int64_t packed_column_block(int64_t n_out, int64_t n_in, int64_t tile_row_bytes,
 
 namespace {
 // A relaid weight (LinearWeight::tile_major): its 16 x 32 blocks, then its scales (fp8 and int8: a
-// copy of the stored scales; FP4: the blocks' scale bytes), so that no read of it touches the stored
-// weight's pages, nor maps their neighbours.
+// copy of the stored scales; FP4: the blocks' scale bytes; bf16: none), so that no read of it
+// touches the stored weight's pages, nor maps their neighbours.
 int64_t tile_blocks(const LinearWeight& w) { return (w.n_out + 15) / 16 * ((w.n_in + 31) / 32); }
-size_t block_bytes(const LinearWeight& w) { return has_block_scales(w.dtype) ? 512 : 256; }
+size_t block_bytes(const LinearWeight& w) {
+  return w.dtype == DType::BF16 ? 1024 : has_block_scales(w.dtype) ? 512 : 256;
+}
+size_t scale_bytes(const LinearWeight& w) {
+  return w.dtype == DType::BF16 ? 0 : has_block_scales(w.dtype) ? weight_scale_bytes(w) : size_t(tile_blocks(w)) * 16;
+}
 }  // namespace
 
 size_t relaid_bytes(const LinearWeight& w) {
-  if ((!has_block_scales(w.dtype) && w.dtype != DType::F4_E2M1) || w.tile_major || !kernels().packs_tiles ||
-      !runs_packed(w))
-    return 0;
-  const size_t blocks = size_t(tile_blocks(w)) * block_bytes(w);
-  return blocks + (has_block_scales(w.dtype) ? weight_scale_bytes(w) : size_t(tile_blocks(w)) * 16);
+  const KernelTable& k = kernels();
+  const bool relays = has_block_scales(w.dtype) || w.dtype == DType::F4_E2M1 || (w.dtype == DType::BF16 && k.relays_bf16);
+  if (!relays || w.tile_major || !k.packs_tiles || !runs_packed(w)) return 0;
+  return size_t(tile_blocks(w)) * block_bytes(w) + scale_bytes(w);
 }
 
 LinearWeight relay_weight(const LinearWeight& w, void* out) {
   DI_CHECK_MSG(relaid_bytes(w) > 0, "relay_weight: the active level keeps this weight as stored");
   const int64_t kc = (w.n_in + 31) / 32, n_tiles = (w.n_out + 15) / 16;
-  const bool codes = has_block_scales(w.dtype);  // byte codes (fp8 or int8), else FP4 nibbles
-  const int64_t row_bytes = weight_row_bytes(w), chunk_bytes = codes ? 32 : 16;  // of a row, per 32 columns
+  const bool codes = has_block_scales(w.dtype);  // byte codes (fp8 or int8); else bf16 values or FP4 nibbles
+  const bool bf16 = w.dtype == DType::BF16;
+  const int64_t row_bytes = weight_row_bytes(w), chunk_bytes = bf16 ? 64 : codes ? 32 : 16;  // of a row, per 32 columns
   const uint8_t* src = static_cast<const uint8_t*>(w.data);
   uint8_t* dst = static_cast<uint8_t*>(out);
   uint8_t* scales = dst + size_t(tile_blocks(w)) * block_bytes(w);
@@ -90,6 +95,15 @@ LinearWeight relay_weight(const LinearWeight& w, void* out) {
   for (int64_t t = 0; t < n_tiles; ++t)
     for (int64_t c = 0; c < kc; ++c) {
       uint8_t* block = dst + (t * kc + c) * int64_t(block_bytes(w));
+      if (bf16) {  // row r of the block at bytes 64r .. 64r + 63, as stored
+        const int64_t n = std::min<int64_t>(chunk_bytes, row_bytes - c * chunk_bytes);
+        for (int64_t r = 0; r < 16; ++r) {
+          const int64_t row = t * 16 + r, copied = row < w.n_out ? n : 0;
+          if (copied) std::memcpy(block + r * 64, src + row * row_bytes + c * chunk_bytes, size_t(copied));
+          std::memset(block + r * 64 + copied, 0, size_t(64 - copied));
+        }
+        continue;
+      }
       if (!codes) {  // FP4 (n_in % 32 == 0): word l of group g holds column l of rows 4g + j at bits 4j
         for (int64_t g = 0; g < 4; ++g) {
           const uint8_t* rows[4];
@@ -128,7 +142,7 @@ LinearWeight relay_weight(const LinearWeight& w, void* out) {
   LinearWeight r = w;
   r.data = out;
   if (codes) r.scale_inv = reinterpret_cast<const float*>(scales);
-  else r.scale_e8m0 = scales;
+  else if (!bf16) r.scale_e8m0 = scales;
   r.tile_major = true;
   return r;
 }

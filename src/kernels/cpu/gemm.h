@@ -35,9 +35,11 @@ int64_t packed_column_block(int64_t n_out, int64_t n_in, int64_t tile_row_bytes,
 
 // Backend::relaid_bytes / relay_weight on the CPU: fp8 and FP4 weights that run packed on a level
 // whose packed blocks run on weight tiles (KernelTable::packs_tiles: amx; avx512bf16 for fp8 and
-// int8) are relaid tile-major (LinearWeight::tile_major). Decode then streams each tile's weights
-// in order, converting a chunk at a time in L1 right before its products (simd_amx.h,
-// pair_tiles_avx512_bf16.h), where the stored rows would have to be gathered 16 at a time.
+// int8), and bf16 ones where the level reads them so too (KernelTable::relays_bf16: amx), are
+// relaid tile-major (LinearWeight::tile_major). Decode then streams each tile's weights in order,
+// converting a chunk at a time in L1 right before its products (simd_amx.h,
+// pair_tiles_avx512_bf16.h), where the stored rows would have to be gathered 16 at a time; amx's
+// tiles read bf16 blocks where they lie, at every m.
 size_t relaid_bytes(const LinearWeight& w);
 LinearWeight relay_weight(const LinearWeight& w, void* out);
 

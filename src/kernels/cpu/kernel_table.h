@@ -80,6 +80,9 @@ struct KernelTable {
   void (*swiglu_block_packed)(const uint16_t* packed, int64_t m, const LinearWeight& gate, const LinearWeight& up,
                               int64_t o_begin, int64_t o_end, float* y, int64_t ldy) = nullptr;
   bool packs_tiles = false;
+  // relays_bf16: with packs_tiles, bf16 weights are relaid tile-major too (amx: its tiles read each
+  // 1 KiB block where it lies, where the stored rows were 16 rows n_in * 2 bytes apart).
+  bool relays_bf16 = false;
   // On tiles, the output columns of a packed block are a multiple of this (amx: pairs of 16-row tiles).
   int packed_block_align = 32;
   // Where a call's packed activations outgrow one pass of token tiles (more than packed_pass_bytes:

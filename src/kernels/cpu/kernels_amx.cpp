@@ -2,7 +2,7 @@
 // Only entered when the CPU has AMX-BF16 and the OS granted the tile state (isa.h). It is the
 // avx512bf16-fma level's table (AMX CPUs are Intel cores, whose FMAs outrun VDPBF16PS) plus the
 // packed blocks: bf16, fp8 and FP4 weights with bf16 activations run on tiles at every batch size
-// (simd_amx.h; gemm.h's runs_packed), and so do the absorbed attention with bf16 dots
+// (simd_amx.h; gemm.h's runs_packed; all three relaid tile-major at load), and so do the absorbed attention with bf16 dots
 // (mla_attention_amx.h), sink attention with bf16 dots (sink_attention_amx.h) and the lightning
 // indexer's scores (indexer_scores_amx.h).
 #include "kernels/cpu/indexer_scores_amx.h"
@@ -23,6 +23,7 @@ const KernelTable& amx_kernels() {
     t.linear_block_packed = &amx::linear_block_packed;
     t.swiglu_block_packed = &amx::swiglu_block_packed;
     t.packs_tiles = true;
+    t.relays_bf16 = true;
     t.packed_panel_bytes = amx::kPanelBytes;
     t.packed_pass_bytes = amx::kPassBytes;
     t.mla_attend_row = &amx::mla_attend_row;

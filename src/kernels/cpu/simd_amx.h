@@ -10,7 +10,9 @@
 // token tile t and k chunk c, row p of the 1 KiB block holds pair p (elements 32c + 2p,
 // 32c + 2p + 1) of each of the tile's 16 tokens. C = A x B is then [16 outputs, 16 tokens] in
 // f32, transposed into y by the epilogue. Past n_in, m and the block's outputs both operands are
-// zero; the matrix is never read beyond its end. One exception: decode (one token tile) against
+// zero; the matrix is never read beyond its end. bf16 weights relaid tile-major need no panels: each
+// 16 x 32 block is 1 KiB of the A operand, read where it lies at every m (reads_in_place). One
+// exception to the roles: decode (one token tile) against
 // fp8 or int8 weights relaid tile-major streams them as the B operand (stream_pairs: the relay
 // stores their codes in pair order, the B layout, so a block converts without a transpose) against
 // the tokens' rows as A, and C is [tokens, 16 outputs].
@@ -226,20 +228,35 @@ inline void acc_zero() {
 }
 
 // Where weight tile a's chunk c is read: tile[a] + c * step, its rows `stride` bytes apart. Either
-// panels (step kPanelStride, stride 64) or, for a single token tile, the weight rows themselves
+// panels (step kPanelStride, stride 64), or, for a single token tile, bf16 weight rows as stored
 // (step 32, stride n_in * 2; the hardware prefetchers follow the rows, and software prefetches
-// measured slower): the same values either way.
+// measured slower), or bf16 weights relaid tile-major (step kBlockElems, stride 64): the same values
+// every way.
 struct WeightTilesAt {
   const uint16_t* tile[2];
   int64_t step, stride;
 
   static WeightTilesAt panels(const uint16_t* t0, const uint16_t* t1) { return {{t0, t1}, kPanelStride, 64}; }
   static WeightTilesAt rows(const uint16_t* t0, const uint16_t* t1, int64_t n_in) { return {{t0, t1}, kChunk, n_in * 2}; }
+  // Tile t0 of tile-major bf16 weight w0 and tile t1 of w1 (of w0's shape) where they lie: chunk c of
+  // tile t is the 1 KiB block t * kc + c, its rows 64 bytes apart (LinearWeight::tile_major).
+  static WeightTilesAt blocks(const LinearWeight& w0, int64_t t0, const LinearWeight& w1, int64_t t1, int64_t kc) {
+    const auto at = [&](const LinearWeight& w, int64_t t) { return static_cast<const uint16_t*>(w.data) + t * kc * kBlockElems; };
+    return {{at(w0, t0), at(w1, t1)}, kBlockElems, 64};
+  }
 };
 
 // The accumulators (+)= chunk c of weight tiles a < NA x token tiles b < NB.
+// Tiles read in place (WeightTilesAt::blocks) with one token tile prefetch their chunk kTileAhead
+// bytes on, two chunks (bf16 twin, batch 1: 19.6-21.8 tok/s without, 21.6-22.1 with, 18.3-19.4 four
+// chunks on).
 template <int NA, int NB>
 inline void chunk_step(const WeightTilesAt& wa, const uint16_t* const (&tb)[2], int64_t c) {
+  if (NB == 1 && wa.step == kBlockElems)
+    for (int a = 0; a < NA; ++a) {
+      const char* next = reinterpret_cast<const char*>(wa.tile[a] + c * kBlockElems) + kTileAhead;
+      for (int q = 0; q < kBlockElems * 2; q += 64) _mm_prefetch(next + q, _MM_HINT_T0);
+    }
   _tile_loadd(4, wa.tile[0] + c * wa.step, wa.stride);
   if constexpr (NA > 1) _tile_loadd(5, wa.tile[1] + c * wa.step, wa.stride);
   _tile_loadd(6, tb[0] + c * kBlockElems, 64);
@@ -517,11 +534,15 @@ inline void store_transposed(const float* acc, int n_tok, int n_out, float* y, i
 // gate[i] = silu(gate[i]) * up[i], i < n (a multiple of 16): vexp.h's silu_mul_n.
 inline void silu_mul(float* gate, const float* up, int n = kTile * kTile) { silu_mul_n<Avx512>(gate, up, n, gate); }
 
-// Whether a block streams its weights straight into the tiles (bf16, one token tile, whole chunks)
-// rather than through panels.
+// Whether a block streams its weights straight into the tiles (bf16 as stored, one token tile, whole
+// chunks) rather than through panels.
 inline bool streams_weights(int64_t m, const LinearWeight& w) {
-  return w.dtype == DType::BF16 && m <= kTile && w.n_in % kChunk == 0;
+  return w.dtype == DType::BF16 && !w.tile_major && m <= kTile && w.n_in % kChunk == 0;
 }
+
+// Whether the tiles read the weights where they lie, at every m (bf16 relaid tile-major: each chunk
+// of a tile is one 1 KiB block, WeightTilesAt::blocks), with no panels and no copies.
+inline bool reads_in_place(const LinearWeight& w) { return w.dtype == DType::BF16 && w.tile_major; }
 
 // Whether a block copies the next group's panels alongside the current group's tiles (else right
 // before its own): always with several token tiles; with one (decode) while the two groups' panels
@@ -566,10 +587,11 @@ inline void linear_block_packed(const uint16_t* packed, int64_t m, const LinearW
   const bool stream = streams_weights(m, w);
   const int64_t per_pass = pass_tiles(tile_elems);
   const bool one_pass = n_tt <= per_pass, ahead = copies_ahead(n_tt, panel_elems);
-  const bool tile_stream = w.tile_major && n_tt == 1;  // stream_pairs or stream_fp4: no panels
+  const bool in_place = reads_in_place(w);
+  const bool tile_stream = w.tile_major && !in_place && n_tt == 1;  // stream_pairs or stream_fp4: no panels
   const bool pairs = tile_stream && has_block_scales(w.dtype);
   const uint16_t* act = pairs ? token_rows(packed, kc, int(m)) : nullptr;
-  const int64_t n_slots = tile_stream ? 0 : panel_slots(one_pass, ahead, n_tiles, 2);
+  const int64_t n_slots = tile_stream || in_place ? 0 : panel_slots(one_pass, ahead, n_tiles, 2);
   uint16_t* panels = panel_buffer(n_slots * panel_elems);
   const auto panel = [&](int64_t i) { return panels + i % n_slots * panel_elems; };  // weight tile i's
   const uint16_t* base = static_cast<const uint16_t*>(w.data);
@@ -599,9 +621,10 @@ inline void linear_block_packed(const uint16_t* packed, int64_t m, const LinearW
         }
         continue;
       }
-      WeightTilesAt wa = WeightTilesAt::panels(panel(i), panel(i + na - 1));
+      WeightTilesAt wa = in_place ? WeightTilesAt::blocks(w, o0 / kTile, w, o0 / kTile + na - 1, kc)
+                                  : WeightTilesAt::panels(panel(i), panel(i + na - 1));
       NextCopy next;
-      if (!stream && tt0 == 0) {  // the first pass copies the panels: the first group's now, each next one alongside
+      if (!in_place && !stream && tt0 == 0) {  // the first pass copies the panels: the first group's now, each next one alongside
         if (i == 0 || !ahead) copy_panels(w, fold, o0, std::min(o_end, o0 + na * kTile), panel(i));
         if (ahead && i + 2 < n_tiles) {
           next.w[0] = &w;
@@ -639,10 +662,11 @@ inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearW
   const bool stream = streams_weights(m, gate);
   const int64_t per_pass = pass_tiles(tile_elems);
   const bool ahead = copies_ahead(n_tt, panel_elems);
-  const bool tile_stream = gate.tile_major && n_tt == 1;  // stream_pairs or stream_fp4: no panels
+  const bool in_place = reads_in_place(gate);
+  const bool tile_stream = gate.tile_major && !in_place && n_tt == 1;  // stream_pairs or stream_fp4: no panels
   const bool pairs = tile_stream && has_block_scales(gate.dtype);
   const uint16_t* act = pairs ? token_rows(packed, kc, int(m)) : nullptr;
-  const int64_t n_slots = tile_stream ? 0 : panel_slots(n_tt <= per_pass, ahead, n_tiles, 1);
+  const int64_t n_slots = tile_stream || in_place ? 0 : panel_slots(n_tt <= per_pass, ahead, n_tiles, 1);
   uint16_t* gate_panels = panel_buffer(2 * n_slots * panel_elems);
   uint16_t* up_panels = gate_panels + n_slots * panel_elems;
   const auto slot = [&](int64_t i) { return i % n_slots * panel_elems; };  // of output tile i's panels
@@ -668,9 +692,10 @@ inline void swiglu_block_packed(const uint16_t* packed, int64_t m, const LinearW
         else store_narrow(acc[0][0], int(m), n_valid, y + (o - o_begin), ldy);
         continue;
       }
-      WeightTilesAt wa = WeightTilesAt::panels(gate_panels + slot(i), up_panels + slot(i));
+      WeightTilesAt wa = in_place ? WeightTilesAt::blocks(gate, o / kTile, up, o / kTile, kc)
+                                  : WeightTilesAt::panels(gate_panels + slot(i), up_panels + slot(i));
       NextCopy next;
-      if (!stream && tt0 == 0) {  // the first pass copies the panels: the first tile's now, each next one alongside
+      if (!in_place && !stream && tt0 == 0) {  // the first pass copies the panels: the first tile's now, each next one alongside
         if (i == 0 || !ahead) {
           copy_panels(gate, fold, o, std::min(o_end, o + kTile), gate_panels + slot(i));
           copy_panels(up, fold, o, std::min(o_end, o + kTile), up_panels + slot(i));
