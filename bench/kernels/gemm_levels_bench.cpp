@@ -15,7 +15,7 @@
 //   requantized lm_head) and FP4 (e2m1, UE8M0 per 32) weights with bf16 activations
 //   on every level, against bf16 on the top one: GEMV at m = 1, 2, 4, 6, 8, 16 (GB/s of stored
 //   bytes, scales included, 1 GiB of them in rotation, next to a 4-stream read-bandwidth probe over
-//   1 GiB) and linear 2816 x 2048 at m = 16 .. 512 (GFLOP/s); also fp8, int8 and FP4 relaid
+//   1 GiB) and linear 2816 x 2048 at m = 16 .. 512 (GFLOP/s); also bf16, fp8, int8 and FP4 relaid
 //   tile-major (cpu::relay_weight) for the first level that relays them; and fp8 whose power-of-two
 //   scales fold into the weights (LinearWeight::scales_fold, read by amx), stored and relaid, on
 //   the first level. --lowbit runs only this part.
@@ -77,9 +77,40 @@ std::vector<float> activations(int64_t n, uint32_t seed) {
   return x;
 }
 
+struct Level {
+  const char* name;
+  cpu::Isa isa;
+};
+
+// Matrices relaid (cpu::relay_weight) for the first of `levels` that relays them (its packed blocks
+// run on weight tiles): tile-major, for `level`. Else stays empty.
+struct RelaidCopies {
+  std::vector<AlignedVector<uint8_t>> data;
+  std::vector<LinearWeight> w;
+  const Level* level = nullptr;
+  void relay(const std::vector<LinearWeight>& from, const std::vector<Level>& levels) {
+    const cpu::Isa saved = cpu::active_isa();
+    for (const Level& l : levels) {
+      cpu::set_active_isa(l.isa);
+      for (const LinearWeight& lw : from) {
+        const size_t bytes = cpu::relaid_bytes(lw);
+        if (bytes == 0) break;
+        w.push_back(cpu::relay_weight(lw, data.emplace_back(bytes).data()));
+      }
+      if (!w.empty()) {
+        level = &l;
+        break;
+      }
+    }
+    cpu::set_active_isa(saved);
+  }
+};
+
 struct Weights {  // `count` bf16 matrices [n_out, n_in] with bf16 activations
   std::vector<uint16_t> data;
   std::vector<LinearWeight> w;
+  RelaidCopies relaid;  // relay_for
+  void relay_for(const std::vector<Level>& levels) { relaid.relay(w, levels); }
   Weights(int count, int64_t n_out, int64_t n_in, uint32_t seed) : data(size_t(count * n_out * n_in)) {
     fill_bf16(data.data(), int64_t(data.size()), seed, 0.05f);
     for (int i = 0; i < count; ++i) {
@@ -92,11 +123,6 @@ struct Weights {  // `count` bf16 matrices [n_out, n_in] with bf16 activations
       w.push_back(lw);
     }
   }
-};
-
-struct Level {
-  const char* name;
-  cpu::Isa isa;
 };
 
 // `count` fp8 (128 x 128 blocks, DeepSeek-V3's and V4's; or fp8_block x fp8_block, 32 for V4.1's),
@@ -139,27 +165,8 @@ struct LowBitWeights {
       w.push_back(lw);
     }
   }
-  // The matrices relaid (cpu::relay_weight) for the first of `levels` that relays them (its packed
-  // blocks run on weight tiles): tile-major, for relaid_level. Else stays empty.
-  std::vector<AlignedVector<uint8_t>> relaid_data;
-  std::vector<LinearWeight> relaid;
-  const Level* relaid_level = nullptr;
-  void relay_for(const std::vector<Level>& levels) {
-    const cpu::Isa saved = cpu::active_isa();
-    for (const Level& l : levels) {
-      cpu::set_active_isa(l.isa);
-      for (const LinearWeight& lw : w) {
-        const size_t bytes = cpu::relaid_bytes(lw);
-        if (bytes == 0) break;
-        relaid.push_back(cpu::relay_weight(lw, relaid_data.emplace_back(bytes).data()));
-      }
-      if (!relaid.empty()) {
-        relaid_level = &l;
-        break;
-      }
-    }
-    cpu::set_active_isa(saved);
-  }
+  RelaidCopies relaid;  // relay_for
+  void relay_for(const std::vector<Level>& levels) { relaid.relay(w, levels); }
 };
 
 struct Timing {
@@ -325,27 +332,31 @@ std::vector<Variant> lowbit_variants(const std::vector<Level>& levels, const Wei
                                      const LowBitWeights& fp8f, const LowBitWeights& fp8_32f, double bf16_bytes) {
   static std::vector<std::string> names;  // the Variants point into it
   names.clear();
-  names.reserve(9 + 4 * levels.size());
+  names.reserve(10 + 4 * levels.size());
   names.push_back(std::string("bf16 ") + levels[0].name);
   std::vector<Variant> vs = {{names.back().c_str(), levels[0].isa, &bf16.w, bf16_bytes}};
+  if (!bf16.relaid.w.empty()) {
+    names.push_back(std::string("bf16 ") + bf16.relaid.level->name + " tile-major");
+    vs.push_back({names.back().c_str(), bf16.relaid.level->isa, &bf16.relaid.w, bf16_bytes});
+  }
   for (const auto& [fmt, lw] : {std::pair<const char*, const LowBitWeights*>{"fp8 ", &fp8}, {"fp8 32x32 ", &fp8_32},
                                  {"int8 ", &int8}, {"fp4 ", &fp4}}) {
     for (const Level& l : levels) {
       names.push_back(fmt + std::string(l.name));
       vs.push_back({names.back().c_str(), l.isa, &lw->w, bf16_bytes > 0 ? double(lw->bytes_per_matrix) : 0});
     }
-    if (!lw->relaid.empty()) {
-      names.push_back(fmt + std::string(lw->relaid_level->name) + " tile-major");
-      vs.push_back({names.back().c_str(), lw->relaid_level->isa, &lw->relaid, bf16_bytes > 0 ? double(lw->bytes_per_matrix) : 0});
+    if (!lw->relaid.w.empty()) {
+      names.push_back(fmt + std::string(lw->relaid.level->name) + " tile-major");
+      vs.push_back({names.back().c_str(), lw->relaid.level->isa, &lw->relaid.w, bf16_bytes > 0 ? double(lw->bytes_per_matrix) : 0});
     }
   }
   for (const auto& [fmt, lw] : {std::pair<const char*, const LowBitWeights*>{"fp8 folded ", &fp8f}, {"fp8 32x32 folded ", &fp8_32f}}) {
     const double bytes = bf16_bytes > 0 ? double(lw->bytes_per_matrix) : 0;
     names.push_back(fmt + std::string(levels[0].name));
     vs.push_back({names.back().c_str(), levels[0].isa, &lw->w, bytes});
-    if (!lw->relaid.empty()) {
-      names.push_back(fmt + std::string(lw->relaid_level->name) + " tile-major");
-      vs.push_back({names.back().c_str(), lw->relaid_level->isa, &lw->relaid, bytes});
+    if (!lw->relaid.w.empty()) {
+      names.push_back(fmt + std::string(lw->relaid.level->name) + " tile-major");
+      vs.push_back({names.back().c_str(), lw->relaid.level->isa, &lw->relaid.w, bytes});
     }
   }
   return vs;
@@ -363,6 +374,7 @@ void lowbit_section(const std::vector<Level>& levels, int reps, bool quick) {
     LowBitWeights fp8f(DType::F8_E4M3, rotation(double(n_out * n_in)), n_out, n_in, 9, 128, true);
     LowBitWeights fp8_32f(DType::F8_E4M3, rotation(double(n_out * n_in)), n_out, n_in, 9, 32, true);
     for (LowBitWeights* lw : {&fp8, &fp8_32, &int8, &fp4, &fp8f, &fp8_32f}) lw->relay_for(levels);
+    bf16.relay_for(levels);
     const std::vector<Variant> vs =
         lowbit_variants(levels, bf16, fp8, fp8_32, int8, fp4, fp8f, fp8_32f, double(n_out * n_in * 2));
     std::vector<double> probe;
@@ -390,6 +402,7 @@ void lowbit_section(const std::vector<Level>& levels, int reps, bool quick) {
       int8(DType::I8_SM, 1, n_out, n_in, 10), fp4(DType::F4_E2M1, 1, n_out, n_in, 13),
       fp8f(DType::F8_E4M3, 1, n_out, n_in, 9, 128, true), fp8_32f(DType::F8_E4M3, 1, n_out, n_in, 9, 32, true);
   for (LowBitWeights* lw : {&fp8, &fp8_32, &int8, &fp4, &fp8f, &fp8_32f}) lw->relay_for(levels);
+  bf16.relay_for(levels);
   const std::vector<Variant> vs = lowbit_variants(levels, bf16, fp8, fp8_32, int8, fp4, fp8f, fp8_32f, 0);
   for (int64_t m : quick ? std::vector<int64_t>{8, 64, 256} : std::vector<int64_t>{8, 16, 64, 256, 512}) {
     const std::vector<float> x = activations(m * n_in, 5);
