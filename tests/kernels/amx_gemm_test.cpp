@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
-#include <deque>
 #include <memory>
 #include <string>
 
@@ -141,67 +140,17 @@ TEST_F(AmxGemm, Bf16TileMajorGivesTheStoredLayoutsBits) {
     SCOPED_TRACE(std::to_string(n_out) + " x " + std::to_string(n_in));
     const auto tw = bf16_weight(n_out, n_in, 7);
     AlignedVector<uint8_t> buf;
-    const LinearWeight tm = bf16_tile_major(tw->w, buf);
-    const int64_t ldx = n_in + 5;
-    const std::vector<float> x = random_floats(size_t(kMaxRows * ldx), 11);
-    for (int threads : {1, 2}) {
-      const ThreadScope ts(threads);
-      for (int64_t m : batches) {
-        std::vector<float> stored(size_t(m * n_out)), relaid(size_t(m * n_out));
-        cpu::linear({x.data(), ldx, m, &tw->w, stored.data(), n_out});
-        cpu::linear({x.data(), ldx, m, &tm, relaid.data(), n_out});
-        SCOPED_TRACE("m " + std::to_string(m) + ", threads " + std::to_string(threads));
-        expect_same_bits(stored, relaid);
-      }
-    }
+    expect_linear_alike(tw->w, bf16_tile_major(tw->w, buf), batches);
   }
   {
-    SCOPED_TRACE("SwiGLU");
     const int64_t inter = 45, n_in = 272;
     const auto gate = bf16_weight(inter, n_in, 3), up = bf16_weight(inter, n_in, 4);
     AlignedVector<uint8_t> gb, ub;
-    const LinearWeight g = bf16_tile_major(gate->w, gb), u = bf16_tile_major(up->w, ub);
-    const std::vector<float> x = random_floats(size_t(kMaxRows * n_in), 5);
-    for (int64_t m : batches) {
-      std::vector<float> stored(size_t(m * inter)), relaid(size_t(m * inter));
-      cpu::swiglu({x.data(), n_in, m, &gate->w, &up->w, stored.data(), inter});
-      cpu::swiglu({x.data(), n_in, m, &g, &u, relaid.data(), inter});
-      SCOPED_TRACE("m " + std::to_string(m));
-      expect_same_bits(stored, relaid);
-    }
+    expect_swiglu_alike(gate->w, up->w, bf16_tile_major(gate->w, gb), bf16_tile_major(up->w, ub), batches);
   }
   {
-    SCOPED_TRACE("MoE");
-    const int64_t d = 96, inter = 40;
-    const int E = 4, k = 2;
-    std::vector<std::unique_ptr<TestWeight>> ws;
-    std::deque<AlignedVector<uint8_t>> bufs;
-    std::deque<LinearWeight> relaid_ws;
-    std::vector<MlpWeightRefs> stored, relaid;
-    for (int e = 0; e <= E; ++e) {  // the last is the shared expert
-      const int64_t width = e == E ? 2 * inter : inter;
-      for (auto [n_out, n_in] : {std::pair{width, d}, std::pair{width, d}, std::pair{d, width}}) {
-        ws.push_back(bf16_weight(n_out, n_in, 100 + uint32_t(ws.size())));
-        relaid_ws.push_back(bf16_tile_major(ws.back()->w, bufs.emplace_back()));
-      }
-      const size_t n = ws.size();
-      stored.push_back({&ws[n - 3]->w, &ws[n - 2]->w, &ws[n - 1]->w});
-      relaid.push_back({&relaid_ws[n - 3], &relaid_ws[n - 2], &relaid_ws[n - 1]});
-    }
-    std::vector<int32_t> ids(size_t(kMaxRows * k));
-    std::vector<float> wts(size_t(kMaxRows * k), 0.5f);
-    for (int64_t r = 0; r < kMaxRows; ++r) {
-      ids[size_t(r * k)] = int32_t(r % E);
-      ids[size_t(r * k + 1)] = int32_t((r % E + 1 + (r / E) % (E - 1)) % E);  // another expert
-    }
-    const std::vector<float> x = random_floats(size_t(kMaxRows * d), 9);
-    for (int64_t m : batches) {
-      std::vector<float> a(size_t(m * d)), b(size_t(m * d));
-      cpu::moe({x.data(), d, m, stored.data(), E, k, ids.data(), wts.data(), &stored[E], a.data(), d});
-      cpu::moe({x.data(), d, m, relaid.data(), E, k, ids.data(), wts.data(), &relaid[E], b.data(), d});
-      SCOPED_TRACE("m " + std::to_string(m));
-      expect_same_bits(a, b);
-    }
+    const ExpertsTwice experts(4, 96, 40, bf16_weight, bf16_tile_major);
+    expect_moe_alike(experts.stored, experts.relaid, batches);
   }
   if (cpu::cpu_runs(cpu::Isa::kAvx512Bf16)) {
     IsaScope pair_tiles(cpu::Isa::kAvx512Bf16);

@@ -9,11 +9,15 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <deque>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "core/aligned_vector.h"
 #include "core/dtype.h"
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/cpu/moe.h"
 #include "kernels/cpu/vec.h"
@@ -114,6 +118,59 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1
   return v;
 }
 
+// The same weights in two layouts (stored and relaid, say) give the same bits: linear of w and of t
+// for every m in batches, on one and two threads (inputs n_in + 5 apart).
+inline void expect_linear_alike(const LinearWeight& w, const LinearWeight& t, const std::vector<int64_t>& batches) {
+  const int64_t ldx = w.n_in + 5, n_out = w.n_out;
+  const std::vector<float> x = random_floats(size_t(batches.back() * ldx), 11);
+  for (int threads : {1, 2}) {
+    const ThreadScope scope(threads);
+    for (int64_t m : batches) {
+      std::vector<float> a(size_t(m * n_out)), b(size_t(m * n_out));
+      cpu::linear({x.data(), ldx, m, &w, a.data(), n_out});
+      cpu::linear({x.data(), ldx, m, &t, b.data(), n_out});
+      SCOPED_TRACE("m " + std::to_string(m) + ", threads " + std::to_string(threads));
+      expect_same_bits(a, b);
+    }
+  }
+}
+
+// SwiGLU of (gate, up) and of (g, u) give the same bits for every m in batches.
+inline void expect_swiglu_alike(const LinearWeight& gate, const LinearWeight& up, const LinearWeight& g,
+                                const LinearWeight& u, const std::vector<int64_t>& batches) {
+  const int64_t n_in = gate.n_in, inter = gate.n_out;
+  const std::vector<float> x = random_floats(size_t(batches.back() * n_in), 5);
+  for (int64_t m : batches) {
+    std::vector<float> a(size_t(m * inter)), b(size_t(m * inter));
+    cpu::swiglu({x.data(), n_in, m, &gate, &up, a.data(), inter});
+    cpu::swiglu({x.data(), n_in, m, &g, &u, b.data(), inter});
+    SCOPED_TRACE("SwiGLU, m " + std::to_string(m));
+    expect_same_bits(a, b);
+  }
+}
+
+// MoE over experts a (routed, then the shared expert last) and over b give the same bits for
+// every m in batches: each row routed to two experts, the second varying with the row.
+inline void expect_moe_alike(const std::vector<MlpWeightRefs>& a, const std::vector<MlpWeightRefs>& b,
+                             const std::vector<int64_t>& batches) {
+  const int E = int(a.size()) - 1, k = 2;
+  const int64_t d = a[0].gate->n_in, rows = batches.back();
+  std::vector<int32_t> ids(size_t(rows * k));
+  std::vector<float> wts(size_t(rows * k), 0.5f);
+  for (int64_t r = 0; r < rows; ++r) {
+    ids[size_t(r * k)] = int32_t(r % E);
+    ids[size_t(r * k + 1)] = int32_t((r % E + 1 + (r / E) % (E - 1)) % E);
+  }
+  const std::vector<float> x = random_floats(size_t(rows * d), 9);
+  for (int64_t m : batches) {
+    std::vector<float> ya(size_t(m * d)), yb(size_t(m * d));
+    cpu::moe({x.data(), d, m, a.data(), E, k, ids.data(), wts.data(), &a[size_t(E)], ya.data(), d});
+    cpu::moe({x.data(), d, m, b.data(), E, k, ids.data(), wts.data(), &b[size_t(E)], yb.data(), d});
+    SCOPED_TRACE("MoE, m " + std::to_string(m));
+    expect_same_bits(ya, yb);
+  }
+}
+
 // MoE over rows [0, kMaxRows) of d random inputs, each routed to two of the E experts (the
 // second one varying with the row) and the shared expert: every batch size must give each row
 // the bits it gets alone.
@@ -179,6 +236,31 @@ struct TestWeight {
     }
   }
   TestWeight(const TestWeight&) = delete;
+};
+
+// E routed experts [inter, d] x 2 and [d, inter] and a shared expert twice as wide, made by
+// make(n_out, n_in, seed) -> std::unique_ptr<TestWeight>, and every weight relaid by
+// relay(const LinearWeight&, AlignedVector<uint8_t>& buf) -> LinearWeight: the two expert sets
+// that expect_moe_alike compares.
+struct ExpertsTwice {
+  std::vector<std::unique_ptr<TestWeight>> ws;
+  std::deque<AlignedVector<uint8_t>> bufs;
+  std::deque<LinearWeight> relaid_ws;
+  std::vector<MlpWeightRefs> stored, relaid;
+
+  template <class Make, class Relay>
+  ExpertsTwice(int E, int64_t d, int64_t inter, Make make, Relay relay) {
+    for (int e = 0; e <= E; ++e) {  // the last is the shared expert
+      const int64_t width = e == E ? 2 * inter : inter;
+      for (auto [n_out, n_in] : {std::pair{width, d}, std::pair{width, d}, std::pair{d, width}}) {
+        ws.push_back(make(n_out, n_in, 100 + uint32_t(ws.size())));
+        relaid_ws.push_back(relay(ws.back()->w, bufs.emplace_back()));
+      }
+      const size_t n = ws.size();
+      stored.push_back({&ws[n - 3]->w, &ws[n - 2]->w, &ws[n - 1]->w});
+      relaid.push_back({&relaid_ws[n - 3], &relaid_ws[n - 2], &relaid_ws[n - 1]});
+    }
+  }
 };
 
 // Row `o` of W as f32.

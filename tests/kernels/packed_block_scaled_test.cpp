@@ -240,68 +240,20 @@ TEST_P(TileBlockScaled, Fp8AndInt8TileMajorGiveTheStoredLayoutsBits) {
     SCOPED_TRACE(shape_name(k.dtype, s));
     const auto tw = fp8_weight(s.n_out, s.n_in, s.block_rows, s.block_cols, 7, k.dtype);
     AlignedVector<uint8_t> buf;
-    const LinearWeight tm = tile_major(tw->w, buf);
-    const int64_t ldx = s.n_in + 5;
-    const std::vector<float> x = random_floats(size_t(batches.back() * ldx), 11);
-    for (int threads : {1, 2}) {
-      const ThreadScope scope(threads);
-      for (int64_t m : batches) {
-        std::vector<float> stored(size_t(m * s.n_out)), relaid(size_t(m * s.n_out));
-        cpu::linear({x.data(), ldx, m, &tw->w, stored.data(), s.n_out});
-        cpu::linear({x.data(), ldx, m, &tm, relaid.data(), s.n_out});
-        SCOPED_TRACE("m " + std::to_string(m) + ", threads " + std::to_string(threads));
-        expect_same_bits(stored, relaid);
-      }
-    }
+    expect_linear_alike(tw->w, tile_major(tw->w, buf), batches);
   }
   for (const auto& [dtype, block_rows] : {std::pair{DType::F8_E4M3, 128}, std::pair{DType::I8_SM, 1}}) {
-    SCOPED_TRACE(std::string("SwiGLU, ") + std::string(dtype_name(dtype)));
+    SCOPED_TRACE(std::string(dtype_name(dtype)));
     const int64_t inter = 45, n_in = 300;
     const auto gate = fp8_weight(inter, n_in, block_rows, 128, 3, dtype), up = fp8_weight(inter, n_in, block_rows, 128, 4, dtype);
     AlignedVector<uint8_t> gb, ub;
-    const LinearWeight g = tile_major(gate->w, gb), u = tile_major(up->w, ub);
-    const std::vector<float> x = random_floats(size_t(batches.back() * n_in), 5);
-    for (int64_t m : batches) {
-      std::vector<float> stored(size_t(m * inter)), relaid(size_t(m * inter));
-      cpu::swiglu({x.data(), n_in, m, &gate->w, &up->w, stored.data(), inter});
-      cpu::swiglu({x.data(), n_in, m, &g, &u, relaid.data(), inter});
-      SCOPED_TRACE("m " + std::to_string(m));
-      expect_same_bits(stored, relaid);
-    }
+    expect_swiglu_alike(gate->w, up->w, tile_major(gate->w, gb), tile_major(up->w, ub), batches);
   }
   {
-    SCOPED_TRACE("MoE");
-    const int64_t d = 96, inter = 48;
-    const int E = 4, k = 2;
-    std::vector<std::unique_ptr<TestWeight>> ws;
-    std::deque<AlignedVector<uint8_t>> bufs;
-    std::vector<LinearWeight> relaid_ws;
-    relaid_ws.reserve(3 * (E + 1));
-    std::vector<MlpWeightRefs> stored, relaid;
-    for (int e = 0; e <= E; ++e) {  // the last is the shared expert
-      const int64_t width = e == E ? 2 * inter : inter;
-      ws.push_back(fp8_weight(width, d, 128, 128, 100 + 7 * uint32_t(e)));
-      ws.push_back(fp8_weight(width, d, 128, 128, 101 + 7 * uint32_t(e)));
-      ws.push_back(fp8_weight(d, width, 128, 128, 102 + 7 * uint32_t(e)));
-      for (size_t j = ws.size() - 3; j < ws.size(); ++j) relaid_ws.push_back(tile_major(ws[j]->w, bufs.emplace_back()));
-      stored.push_back({&ws[ws.size() - 3]->w, &ws[ws.size() - 2]->w, &ws[ws.size() - 1]->w});
-      relaid.push_back({&relaid_ws[relaid_ws.size() - 3], &relaid_ws[relaid_ws.size() - 2], &relaid_ws[relaid_ws.size() - 1]});
-    }
-    const int64_t rows = 40;
-    std::vector<int32_t> ids(size_t(rows * k));
-    std::vector<float> wts(size_t(rows * k), 0.5f);
-    for (int64_t r = 0; r < rows; ++r) {
-      ids[size_t(r * k)] = int32_t(r % E);
-      ids[size_t(r * k + 1)] = int32_t((r % E + 1 + (r / E) % (E - 1)) % E);  // another expert
-    }
-    const std::vector<float> x = random_floats(size_t(rows * d), 9);
-    for (int64_t m : {int64_t(1), int64_t(3), rows}) {
-      std::vector<float> a(size_t(m * d)), b(size_t(m * d));
-      cpu::moe({x.data(), d, m, stored.data(), E, k, ids.data(), wts.data(), &stored[E], a.data(), d});
-      cpu::moe({x.data(), d, m, relaid.data(), E, k, ids.data(), wts.data(), &relaid[E], b.data(), d});
-      SCOPED_TRACE("m " + std::to_string(m));
-      expect_same_bits(a, b);
-    }
+    const ExpertsTwice experts(
+        4, 96, 48, [](int64_t n_out, int64_t n_in, uint32_t seed) { return fp8_weight(n_out, n_in, 128, 128, seed); },
+        tile_major);
+    expect_moe_alike(experts.stored, experts.relaid, {1, 3, 40});
   }
 }
 
@@ -331,31 +283,12 @@ TEST_F(AmxBlockScaled, Fp4TileMajorGivesTheStoredLayoutsBits) {
     SCOPED_TRACE(std::to_string(n_out) + " x " + std::to_string(n_in));
     const Fp4Pair w(n_out, n_in, 7);
     AlignedVector<uint8_t> buf;
-    const LinearWeight tm = tile_major(w.fp4, buf);
-    const std::vector<float> x = random_floats(size_t(batches.back() * n_in), 11);
-    for (int threads : {1, 2}) {
-      const ThreadScope scope(threads);
-      for (int64_t m : batches) {
-        std::vector<float> stored(size_t(m * n_out)), relaid(size_t(m * n_out));
-        cpu::linear({x.data(), n_in, m, &w.fp4, stored.data(), n_out});
-        cpu::linear({x.data(), n_in, m, &tm, relaid.data(), n_out});
-        SCOPED_TRACE("m " + std::to_string(m) + ", threads " + std::to_string(threads));
-        expect_same_bits(stored, relaid);
-      }
-    }
+    expect_linear_alike(w.fp4, tile_major(w.fp4, buf), batches);
   }
   const int64_t inter = 45, n_in = 320;
   const Fp4Pair gate(inter, n_in, 3), up(inter, n_in, 4);
   AlignedVector<uint8_t> gb, ub;
-  const LinearWeight g = tile_major(gate.fp4, gb), u = tile_major(up.fp4, ub);
-  const std::vector<float> x = random_floats(size_t(40 * n_in), 9);
-  for (int64_t m : batches) {
-    std::vector<float> stored(size_t(m * inter)), relaid(size_t(m * inter));
-    cpu::swiglu({x.data(), n_in, m, &gate.fp4, &up.fp4, stored.data(), inter});
-    cpu::swiglu({x.data(), n_in, m, &g, &u, relaid.data(), inter});
-    SCOPED_TRACE("SwiGLU, m " + std::to_string(m));
-    expect_same_bits(stored, relaid);
-  }
+  expect_swiglu_alike(gate.fp4, up.fp4, tile_major(gate.fp4, gb), tile_major(up.fp4, ub), batches);
 }
 
 TEST_F(AmxBlockScaled, Fp4SwigluIsTheBf16ExpansionForEveryBatchSize) {
