@@ -167,7 +167,8 @@ inline void copy_panels_from(const Source& src, int64_t n_in, int64_t o_begin, i
 }
 // Chunks [c0, c1) of the panels' rows [r0, r1) (by default all chunks, and all rows: up to o_end
 // rounded up to whole tiles); w is BF16, F8_E4M3, I8_SM or F4_E2M1, fp8 with its scales folded in
-// where fold (folds_scales). Tile-major weights (o_begin, r0 and r1 multiples of 16) copy whole
+// where fold (folds_scales). Tile-major fp8, int8 and FP4 weights (o_begin, r0 and r1 multiples
+// of 16; tile-major bf16 is read in place, never copied: reads_in_place) copy whole
 // tiles, block by block (byte codes converted in pair order, then transposed into rows; rows past
 // o_end: the tile's stored rows, zero past n_out; their outputs are never stored).
 inline void copy_panels(const LinearWeight& w, bool fold, int64_t o_begin, int64_t o_end, uint16_t* panels,
