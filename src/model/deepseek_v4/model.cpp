@@ -9,6 +9,7 @@
 #include "model/deepseek_v4/attention_projections.h"
 #include "model/deepseek_v4/indexer.h"
 #include "model/deepseek_v4/mtp_block.h"
+#include "model/for_each_row.h"
 #include "model/scratch.h"
 
 namespace deepinfer {
@@ -326,8 +327,7 @@ void DeepseekV4Model::attention(int layer, const ForwardBatch& b, const KvCacheV
   // (SinkAttentionParams' BF16), as the V3 line's over its latents; over an f32 cache, f32.
   const bool bf16_dots = info_.activation_dtype == DType::BF16 && slot.kv.dtype != DType::F32 &&
                          (ratio == 0 || slot.entry.dtype != DType::F32);
-#pragma omp parallel for schedule(dynamic, 1) if (n > 1)
-  for (int64_t r = 0; r < n; ++r) {
+  for_each_row(n, [&](int64_t r) {
     const BatchSequence& s = b.seqs[size_t(s_.row_seq[size_t(r)])];
     const int32_t p = pos[r];
     const int32_t first = std::max(0, p - c.sliding_window + 1);
@@ -360,7 +360,7 @@ void DeepseekV4Model::attention(int layer, const ForwardBatch& b, const KvCacheV
     }
     backend_.sink_attention({q + r * H * hd, keys, a.sink.data(), o + r * H * hd, int(H), int(hd), n_window + n_selected,
                              scale, bf16_dots ? DType::BF16 : DType::F32});
-  }
+  });
   float* og = sized(s_.og, size_t(n * c.o_groups * c.o_lora_rank));
   v4_attention_output(backend_, c, a, o, n, pos, inv_freq, og, s_.neg_positions, out);
 }

@@ -8,6 +8,7 @@
 #include "core/check.h"
 #include "model/deepseek_v4/indexer.h"
 #include "model/deepseek_v41/model.h"
+#include "model/for_each_row.h"
 #include "model/scratch.h"
 
 namespace deepinfer {
@@ -228,8 +229,7 @@ void DeepseekV41Model::attention(int layer, const ForwardBatch& b, const KvCache
   // products are bf16 ones (SinkAttentionParams' BF16); over f32 entries, f32.
   const bool bf16_dots = info_.activation_dtype == DType::BF16 && layout_.window_format != V41KvFormat::kF32 &&
                          (ratio == 0 || layout_.entry_format != V41KvFormat::kF32);
-#pragma omp parallel for schedule(dynamic, 1) if (n > 1)
-  for (int64_t i = 0; i < n; ++i) {
+  for_each_row(n, [&](int64_t i) {
     const int si = s_.row_seq[size_t(i)];
     const BatchSequence& s = b.seqs[size_t(si)];
     const int32_t p = pos[i];
@@ -248,7 +248,7 @@ void DeepseekV41Model::attention(int layer, const ForwardBatch& b, const KvCache
     }
     backend_.sink_attention({q + i * H * hd, keys, a.sink.data(), o + i * H * hd, int(H), int(hd), n_window + n_selected,
                              scale, bf16_dots ? DType::BF16 : DType::F32});
-  }
+  });
   int32_t* neg = sized(s_.neg_positions, size_t(n));
   for (int64_t i = 0; i < n; ++i) neg[i] = -pos[i];
   backend_.rope({o + hd - rd, H * hd, hd, n, int(H), rd, neg, inv_freq, 1.0f});  // RoPE by -position
