@@ -96,6 +96,14 @@ inline bool pow2_block_scales(const LinearWeight& w) {
   return true;
 }
 
+// Under bf16 activations (ModelOptions::activation_dtype): act_dtype BF16 where w admits it, and
+// scales_fold where its scales qualify (pow2_block_scales). Weights without data stay as they are.
+inline void use_bf16_activations(LinearWeight& w) {
+  if (!w.data || !admits_bf16_activations(w)) return;
+  w.act_dtype = DType::BF16;
+  w.scales_fold = pow2_block_scales(w);
+}
+
 struct LinearParams {
   const float* x = nullptr;   // [m, ldx], the first w->n_in columns used
   int64_t ldx = 0;

@@ -25,10 +25,6 @@ struct Case {
 
 float bf16_round(float x) { return bf16_to_f32(f32_to_bf16(x)); }
 
-std::vector<float> bf16_rounded(std::vector<float> x) {
-  for (float& v : x) v = bf16_round(v);
-  return x;
-}
 
 // The formula in double: out_h = sum_t w_t k_t, w_t = e^(s_t - mx) / (sum_t e^(s_t - mx) + e^(sink_h - mx)),
 // with each w_t rounded to bf16 where round_weights. scale_out[h * dim + i] = sum_t w_t |k_t[i]|,
@@ -129,7 +125,7 @@ TEST_P(SinkAttention, Bf16DotsMatchTheFormulaOnRoundedInputsInDouble) {
     const std::vector<float> sink = random_floats(size_t(c.heads), 13, 2.0f);
     const float scale = 1.0f / std::sqrt(float(c.dim));
     std::vector<double> size, max_term;
-    const std::vector<double> want = reference(bf16_rounded(q), bf16_rounded(k), sink, c, scale, size, &max_term, true);
+    const std::vector<double> want = reference(bf16_rounded(q.data(), q.size()), bf16_rounded(k.data(), k.size()), sink, c, scale, size, &max_term, true);
     const std::vector<float> got = attend(q, k, sink, c, scale, DType::BF16);
     for (size_t i = 0; i < got.size(); ++i)
       ASSERT_NEAR(got[i], want[i], 4e-6 * size[i] + std::ldexp(max_term[i], -7) + 1e-30)

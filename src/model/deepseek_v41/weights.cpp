@@ -165,11 +165,7 @@ void DeepseekV41Weights::for_each_projection(const std::function<void(LinearWeig
 }
 
 void DeepseekV41Weights::use_bf16_activations() {
-  for_each_projection([](LinearWeight& w) {
-    if (!w.data || !admits_bf16_activations(w)) return;
-    w.act_dtype = DType::BF16;
-    w.scales_fold = pow2_block_scales(w);
-  });
+  for_each_projection([](LinearWeight& w) { deepinfer::use_bf16_activations(w); });
 }
 
 size_t DeepseekV41Weights::relay(Backend& backend) {
