@@ -1,5 +1,5 @@
 // What the expanded MLA attention driver (mla_expanded_attention.cpp) hands the per-ISA kernel
-// (mla_expanded_attention_kernels.h): one sequence's rows and one chunk of its positions with
+// (mla_expanded_attention_kernels.h, or on AMX mla_expanded_attention_amx.h): one sequence's rows and one chunk of its positions with
 // their keys and values already expanded, and the rows' online-softmax state across chunks.
 #pragma once
 
@@ -19,7 +19,8 @@ struct ExpandedState {
   AlignedVector<uint16_t> q_bf16;         // [n_rows, n_heads, pairs of qk_nope + rope] (dot BF16, pair dots)
   AlignedVector<float> q_round;           // [n_rows, n_heads, qk_nope + rope] (dot BF16, no pair dots)
   // The chunk's keys [k_nope | k_pe] and values, padded with zeros to whole kAttendKeyBlock blocks
-  // (n_pad keys), laid out as mla_expanded_attention_kernels.h says:
+  // (n_pad keys), laid out as mla_expanded_attention_kernels.h says (on AMX, q_bf16, keys_bf16 and
+  // value_pairs as mla_expanded_attention_amx.h says: padded to whole tile operands):
   AlignedVector<float> keys;              // [n_heads, n_pad / kW, qk_nope + rope, kW]
   AlignedVector<uint16_t> keys_bf16;      // [n_heads, n_pad / 16, pairs, 16, 2] (pair dots)
   AlignedVector<float> values;            // [n_heads, n_pad, v_head_dim]
