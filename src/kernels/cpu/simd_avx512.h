@@ -93,11 +93,13 @@ struct Avx512 {
 template <class Row, class Emit>
 __attribute__((always_inline)) inline void transpose16_by(Row&& row, Emit&& emit) {
   __m512i r[16], t[16];
+#pragma GCC unroll 16
   for (int i = 0; i < 16; i += 2) {
     const __m512i a = row(i), b = row(i + 1);
     t[i] = _mm512_unpacklo_epi32(a, b);
     t[i + 1] = _mm512_unpackhi_epi32(a, b);
   }
+#pragma GCC unroll 16
   for (int i = 0; i < 16; i += 4) {
     r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
     r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
@@ -106,6 +108,7 @@ __attribute__((always_inline)) inline void transpose16_by(Row&& row, Emit&& emit
   }
   // r[4q + s], 128-bit lane L: rows 4q..4q+3 of column 4L + s. Column 4L + s is lane L of
   // r[s], r[4 + s], r[8 + s], r[12 + s], in that order.
+#pragma GCC unroll 16
   for (int s = 0; s < 4; ++s) {
     const __m512i a = _mm512_shuffle_i32x4(r[s], r[4 + s], 0x88), b = _mm512_shuffle_i32x4(r[s], r[4 + s], 0xdd);
     const __m512i c = _mm512_shuffle_i32x4(r[8 + s], r[12 + s], 0x88), d = _mm512_shuffle_i32x4(r[8 + s], r[12 + s], 0xdd);
