@@ -1,7 +1,8 @@
 // MoE: rows grouped by expert (a counting sort, rows ascending within an expert), then one
 // parallel region runs gate+up+SiLU for every (expert, column block), the down projections,
-// and the per-row weighted sum in increasing expert id. The shared experts are one more group
-// holding every row. Scratch buffers live per calling thread and are reused across calls.
+// and the per-row weighted sum in increasing expert id (per element a product, then a sum, each
+// rounded; vectorized across the elements, which changes no bit). The shared experts are one more
+// group holding every row. Scratch buffers live per calling thread and are reused across calls.
 // Weights with act_dtype BF16 get the inputs (x for gate/up, the SwiGLU output for down)
 // rounded to bf16 once per call, before the phase that reads them; on levels that pack (gemm.h's
 // runs_packed: amx's token tiles, avx512bf16's pair tiles, avx512bf16-fma's split rows) each expert's
@@ -210,10 +211,12 @@ void moe(const MoeParams& p) {
         const int64_t j = order[i];
         const float wt = p.expert_weights[r * k + j];
         const float* src = s.out.data() + s.slot[size_t(r * k + j)] * d;
+#pragma omp simd
         for (int64_t c = 0; c < d; ++c) y[c] += src[c] * wt;
       }
       if (p.shared) {
         const float* src = s.out.data() + (m * k + r) * d;
+#pragma omp simd
         for (int64_t c = 0; c < d; ++c) y[c] += src[c];
       }
     }
