@@ -252,6 +252,11 @@ struct SinkAttentionParams {
   // computed in f32, is rounded to bf16 for the value sums, again bf16 products with f32 sums. On
   // AMX tiles an element below 2^-126 (subnormal) counts as zero, as TDPBF16PS reads it.
   DType dot_dtype = DType::F32;
+  // BF16 dots only, instead of keys: the keys already rounded, [ceil(n_keys / 16) * 16][keys_bf16_ld]
+  // bf16 (keys_bf16_ld a multiple of 32, >= dim), zero past n_keys and dim: what rounding `keys`
+  // would give, bit for bit, without the f32 copy.
+  const uint16_t* keys_bf16 = nullptr;
+  int64_t keys_bf16_ld = 0;
 };
 
 // The lightning indexer's scores in bf16 products (DeepSeek-V4 under bf16 activations over a bf16

@@ -173,6 +173,29 @@ TEST_P(SinkAttention, EachHeadIsBitwiseTheSameHoweverItIsRun) {
   }
 }
 
+// Keys handed over already in bf16 (keys_bf16, rows of ld >= dim, zero past dim and n_keys) give
+// the bits of the f32 keys they round from: rows padded to 32 and to 64 columns, key counts with
+// and without a tail past the last 16.
+TEST_P(SinkAttention, Bf16KeysGiveTheBitsOfTheKeysTheyRoundFrom) {
+  for (const Case& c : {Case{3, 70, 17}, Case{20, 64, 33}, Case{64, 512, 160}}) {
+    const std::vector<float> q = random_floats(size_t(c.heads * c.dim), 21), k = random_floats(size_t(c.keys * c.dim), 22);
+    const std::vector<float> sink = random_floats(size_t(c.heads), 23, 2.0f);
+    const std::vector<float> want = attend(q, k, sink, c, 0.1f, DType::BF16);
+    for (const int64_t ld : {int64_t(c.dim + 31) / 32 * 32, int64_t(c.dim + 63) / 64 * 64 + 32}) {
+      std::vector<uint16_t> kb(size_t((c.keys + 15) / 16 * 16 * ld), 0);
+      for (int t = 0; t < c.keys; ++t)
+        for (int i = 0; i < c.dim; ++i) kb[size_t(t * ld + i)] = f32_to_bf16(k[size_t(t * c.dim + i)]);
+      std::vector<float> got(want.size(), -1.0f);
+      SinkAttentionParams p{q.data(), nullptr, sink.data(), got.data(), c.heads, c.dim, c.keys, 0.1f, DType::BF16};
+      p.keys_bf16 = kb.data();
+      p.keys_bf16_ld = ld;
+      cpu::sink_attention(p);
+      ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * 4), 0)
+          << c.heads << "x" << c.dim << " over " << c.keys << " keys, ld " << ld;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Isas, SinkAttention, ::testing::ValuesIn(kAllIsas),
                          [](const auto& info) { return isa_test_name(info.param); });
 

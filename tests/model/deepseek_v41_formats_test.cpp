@@ -1,6 +1,7 @@
 // DeepSeek-V4.1's KV formats against the rules the fixtures' README states for the reference's
 // fake-quant (modeling_deepseek_v41.py @ 0a2080b4, M:359-399): e2m1 ties to even, the scales'
-// floors and roundings, the clamp where an e4m3 scale rounds down, and the stored sizes.
+// floors and roundings, the clamp where an e4m3 scale rounds down, the stored sizes, and the bf16
+// load's values.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -8,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/dtype.h"
 #include "model/deepseek_v41/kv_formats.h"
 
 namespace deepinfer {
@@ -106,6 +108,32 @@ TEST(V41KvFormats, Fp8BlocksOf32) {
   y = round_trip(V41KvFormat::kFp8Block32, x);
   EXPECT_EQ(y[0], 448.0f);
   EXPECT_EQ(y[2], 16.0f);
+}
+
+// The bf16 load (the attention's keys under bf16 dots) takes each stored value's upper half; that
+// is the value rounded to nearest even, because every format's values are exact in bf16: checked
+// over blocks whose amax spans 2^-30 (below the scales' floors) to 2^20, zeros past n up to ld.
+TEST(V41KvFormats, Bf16LoadIsTheLoadedValuesRounded) {
+  uint32_t state = 7;
+  const auto next = [&] { return (state = state * 1664525u + 1013904223u) >> 8; };
+  for (V41KvFormat f : {V41KvFormat::kFp8Block32, V41KvFormat::kFp4E4m3Block16, V41KvFormat::kFp4Ue8m0Block32,
+                        V41KvFormat::kF32}) {
+    for (int e = -30; e <= 20; e += 5) {
+      std::vector<float> x(64);
+      for (float& v : x) v = std::ldexp(float(next() % 2001) / 1000.0f - 1.0f, e);
+      std::vector<uint8_t> bytes(v41_kv_bytes(f, 64));
+      v41_kv_store(f, x.data(), 64, bytes.data());
+      std::vector<float> y(64);
+      v41_kv_load(f, bytes.data(), 64, y.data());
+      std::vector<uint16_t> b(96, 0xffff);
+      v41_kv_load_bf16(f, bytes.data(), 64, b.data(), 96);
+      for (int j = 0; j < 64; ++j) {
+        ASSERT_EQ(b[size_t(j)], f32_to_bf16(y[size_t(j)])) << "format " << int(f) << ", 2^" << e << ", element " << j;
+        if (f != V41KvFormat::kF32) ASSERT_EQ(bf16_to_f32(b[size_t(j)]), y[size_t(j)]);
+      }
+      for (int j = 64; j < 96; ++j) ASSERT_EQ(b[size_t(j)], 0);
+    }
+  }
 }
 
 TEST(V41KvFormats, StoredSizes) {

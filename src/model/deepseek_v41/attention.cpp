@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "core/aligned_vector.h"
 #include "core/check.h"
 #include "model/deepseek_v4/indexer.h"
 #include "model/deepseek_v41/model.h"
@@ -18,7 +19,13 @@ struct RowScratch {  // per-thread buffers of one row
   std::vector<float> keys, scores, dots, index_keys;
   std::vector<int32_t> selected, order;
   std::vector<const void*> key_rows;
+  AlignedVector<uint16_t> keys_bf16;  // [ceil(n_keys / 16) * 16][ld]: SinkAttentionParams::keys_bf16
 };
+
+// Under bf16 dots, sequences with this many rows or more load their keys once per layer
+// (key_table); the compressed entries their rows choose, beyond kMaxTabledEntries, per row.
+constexpr int kTabledRows = 16;
+constexpr size_t kMaxTabledEntries = 16384;
 
 // e2m1 keys and queries (the trained formats) are exact in bf16, so their scores run as bf16 dot
 // products (Backend::indexer_scores, on the cached keys in place) with the same products as in
@@ -196,6 +203,41 @@ void DeepseekV41Model::index(int layer, const ForwardBatch& b, const float* xn, 
   }
 }
 
+void DeepseekV41Model::key_table(int layer, const ForwardBatch& b, const KvCacheView& kv, size_t si, int ld) {
+  const DeepseekV41Config& c = config_;
+  const int ratio = weights_->layers[size_t(layer)].attn.compress_ratio, source = c.kv_source_of(layer);
+  const int hd = int(c.head_dim);
+  const BatchSequence& s = b.seqs[si];
+  SeqKeyTable& tab = s_.key_table;
+  const int32_t p0 = b.positions[size_t(s.row_begin)], p1 = b.positions[size_t(s.row_begin + s.n_new - 1)];
+  tab.window_first = std::max(0, p0 - c.sliding_window + 1);
+  const int n_window = p1 - tab.window_first + 1;
+  sized(tab.window, size_t(n_window) * size_t(ld));
+#pragma omp parallel for schedule(static)
+  for (int t = 0; t < n_window; ++t)
+    v41_kv_load_bf16(layout_.window_format, layout_.window_entry(kv, s, layer, tab.window_first + t), hd,
+                     tab.window.data() + size_t(t) * ld, ld);
+  tab.n_entries = 0;
+  if (ratio == 0) return;
+  tab.entry_row.assign(size_t((p1 + 1) / ratio), -1);
+  tab.entry_ids.clear();
+  for (int i = s.row_begin; i < s.row_begin + s.n_new; ++i)
+    for (int32_t g : s_.selected[size_t(i)]) {
+      DI_CHECK(source >= 0 && g >= 0 && size_t(g) < tab.entry_row.size());
+      if (tab.entry_row[size_t(g)] < 0) {
+        tab.entry_row[size_t(g)] = int32_t(tab.entry_ids.size());
+        tab.entry_ids.push_back(g);
+      }
+    }
+  if (tab.entry_ids.size() > kMaxTabledEntries) return;
+  tab.n_entries = tab.entry_ids.size();
+  sized(tab.entries, tab.n_entries * size_t(ld));
+#pragma omp parallel for schedule(static)
+  for (size_t e = 0; e < tab.n_entries; ++e)
+    v41_kv_load_bf16(layout_.entry_format, layout_.compressed_entry(kv, s, source, tab.entry_ids[e]), hd,
+                     tab.entries.data() + e * ld, ld);
+}
+
 void DeepseekV41Model::attention(int layer, const ForwardBatch& b, const KvCacheView& kv, const float* xn,
                                  float* out) {
   const DeepseekV41Config& c = config_;
@@ -229,7 +271,9 @@ void DeepseekV41Model::attention(int layer, const ForwardBatch& b, const KvCache
   // products are bf16 ones (SinkAttentionParams' BF16); over f32 entries, f32.
   const bool bf16_dots = info_.activation_dtype == DType::BF16 && layout_.window_format != V41KvFormat::kF32 &&
                          (ratio == 0 || layout_.entry_format != V41KvFormat::kF32);
-  for_each_row(n, [&](int64_t i) {
+  const int ld = int((hd + 31) / 32 * 32);
+  // Row i's attention; under bf16 dots with the keys from tab (its sequence's) where given.
+  const auto attend_row = [&](int64_t i, const SeqKeyTable* tab) {
     const int si = s_.row_seq[size_t(i)];
     const BatchSequence& s = b.seqs[size_t(si)];
     const int32_t p = pos[i];
@@ -238,6 +282,30 @@ void DeepseekV41Model::attention(int layer, const ForwardBatch& b, const KvCache
     const std::vector<int32_t>* sel = ratio > 0 ? &s_.selected[size_t(i)] : nullptr;
     const int n_selected = sel ? int(sel->size()) : 0;
     RowScratch& rs = row_scratch();
+    if (bf16_dots) {  // the keys in bf16, from the sequence's tables or loaded here
+      const int n_keys = n_window + n_selected, n_pad = (n_keys + 15) / 16 * 16;
+      uint16_t* kb = sized(rs.keys_bf16, size_t(n_pad) * size_t(ld));
+      if (tab)
+        std::memcpy(kb, tab->window.data() + size_t(first - tab->window_first) * size_t(ld), size_t(n_window) * ld * 2);
+      else
+        for (int t = 0; t < n_window; ++t)
+          v41_kv_load_bf16(layout_.window_format, layout_.window_entry(kv, s, layer, first + t), int(hd),
+                           kb + size_t(t) * ld, ld);
+      for (int j = 0; j < n_selected; ++j) {
+        const int32_t g = (*sel)[size_t(j)];
+        DI_CHECK(source >= 0 && g < (p + 1) / ratio);
+        uint16_t* dst = kb + size_t(n_window + j) * ld;
+        if (tab && tab->n_entries) std::memcpy(dst, tab->entries.data() + size_t(tab->entry_row[size_t(g)]) * ld, size_t(ld) * 2);
+        else v41_kv_load_bf16(layout_.entry_format, layout_.compressed_entry(kv, s, source, g), int(hd), dst, ld);
+      }
+      std::fill(kb + size_t(n_keys) * ld, kb + size_t(n_pad) * ld, uint16_t(0));
+      SinkAttentionParams sp{q + i * H * hd, nullptr, a.sink.data(), o + i * H * hd, int(H), int(hd), n_keys, scale,
+                             DType::BF16};
+      sp.keys_bf16 = kb;
+      sp.keys_bf16_ld = ld;
+      backend_.sink_attention(sp);
+      return;
+    }
     float* keys = sized(rs.keys, size_t(n_window + n_selected) * size_t(hd));
     for (int t = 0; t < n_window; ++t)
       v41_kv_load(layout_.window_format, layout_.window_entry(kv, s, layer, first + t), int(hd), keys + t * hd);
@@ -248,7 +316,20 @@ void DeepseekV41Model::attention(int layer, const ForwardBatch& b, const KvCache
     }
     backend_.sink_attention({q + i * H * hd, keys, a.sink.data(), o + i * H * hd, int(H), int(hd), n_window + n_selected,
                              scale, bf16_dots ? DType::BF16 : DType::F32});
-  });
+  };
+  // Under bf16 dots a sequence of kTabledRows rows or more loads its keys once (key_table) and
+  // then runs its rows; the other rows run together after.
+  s_.plain_rows.clear();
+  for (size_t si = 0; si < b.seqs.size(); ++si) {
+    const BatchSequence& s = b.seqs[si];
+    if (bf16_dots && s.n_new >= kTabledRows) {
+      key_table(layer, b, kv, si, ld);
+      for_each_row(s.n_new, [&](int64_t r) { attend_row(s.row_begin + r, &s_.key_table); });
+    } else {
+      for (int r = 0; r < s.n_new; ++r) s_.plain_rows.push_back(s.row_begin + r);
+    }
+  }
+  for_each_row(int64_t(s_.plain_rows.size()), [&](int64_t k) { attend_row(s_.plain_rows[size_t(k)], nullptr); });
   int32_t* neg = sized(s_.neg_positions, size_t(n));
   for (int64_t i = 0; i < n; ++i) neg[i] = -pos[i];
   backend_.rope({o + hd - rd, H * hd, hd, n, int(H), rd, neg, inv_freq, 1.0f});  // RoPE by -position

@@ -94,11 +94,11 @@ void v41_kv_store(V41KvFormat f, const float* x, int n, uint8_t* dst) {
   }
 }
 
-void v41_kv_load(V41KvFormat f, const uint8_t* src, int n, float* x) {
-  if (f == V41KvFormat::kF32) {
-    std::memcpy(x, src, size_t(n) * 4);
-    return;
-  }
+namespace {
+
+// put(j, value) for each of the n stored values of a non-f32 format.
+template <class Put>
+void load_values(V41KvFormat f, const uint8_t* src, int n, Put&& put) {
   const int B = kV41KvBlock[int(f)];
   DI_CHECK(f == V41KvFormat::kFp8Block32 || n % 2 == 0);
   const uint8_t* scales = src + (f == V41KvFormat::kFp8Block32 ? size_t(n) : size_t(n / 2));
@@ -107,15 +107,43 @@ void v41_kv_load(V41KvFormat f, const uint8_t* src, int n, float* x) {
     const float s = f == V41KvFormat::kFp4E4m3Block16 ? fp8_e4m3_to_f32(sb) : ue8m0_to_f32(sb);
     const int j1 = std::min(n, j0 + B);
     if (f == V41KvFormat::kFp8Block32) {
-      for (int j = j0; j < j1; ++j) x[j] = fp8_e4m3_to_f32(src[j]) * s;
+      for (int j = j0; j < j1; ++j) put(j, fp8_e4m3_to_f32(src[j]) * s);
     } else {
       for (int j = j0; j < j1; j += 2) {  // byte j / 2: element j in its low nibble, j + 1 in its high
         const uint8_t b = src[j / 2];
-        x[j] = e2m1_value(b & 15) * s;
-        x[j + 1] = e2m1_value(uint8_t(b >> 4)) * s;
+        put(j, e2m1_value(b & 15) * s);
+        put(j + 1, e2m1_value(uint8_t(b >> 4)) * s);
       }
     }
   }
+}
+
+}  // namespace
+
+void v41_kv_load(V41KvFormat f, const uint8_t* src, int n, float* x) {
+  if (f == V41KvFormat::kF32) {
+    std::memcpy(x, src, size_t(n) * 4);
+    return;
+  }
+  load_values(f, src, n, [x](int j, float v) { x[j] = v; });
+}
+
+void v41_kv_load_bf16(V41KvFormat f, const uint8_t* src, int n, uint16_t* x, int ld) {
+  DI_CHECK(ld >= n);
+  if (f == V41KvFormat::kF32) {
+    for (int j = 0; j < n; ++j) {
+      float v;
+      std::memcpy(&v, src + size_t(j) * 4, 4);
+      x[j] = f32_to_bf16(v);
+    }
+  } else {  // exact in bf16: its upper half, which rounding would give
+    load_values(f, src, n, [x](int j, float v) {
+      uint32_t u;
+      std::memcpy(&u, &v, 4);
+      x[j] = uint16_t(u >> 16);
+    });
+  }
+  std::fill(x + n, x + ld, uint16_t(0));
 }
 
 void v41_fake_quant(V41KvFormat f, float* x, int n) {

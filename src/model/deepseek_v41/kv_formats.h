@@ -24,6 +24,10 @@ inline constexpr int kV41KvBlock[] = {1, 32, 16, 32};  // channels per scale, by
 size_t v41_kv_bytes(V41KvFormat f, int n);
 void v41_kv_store(V41KvFormat f, const float* x, int n, uint8_t* dst);
 void v41_kv_load(V41KvFormat f, const uint8_t* src, int n, float* x);
+// The loaded values rounded to bf16 (nearest even), then zeros up to x[ld) (ld >= n). The fp8 and
+// fp4 formats' values are normal floats with at most 6 significant bits (their scales' floors keep
+// them above 2^-32), exact in bf16: these are v41_kv_load's values.
+void v41_kv_load_bf16(V41KvFormat f, const uint8_t* src, int n, uint16_t* x, int ld);
 // x [n] replaced by its fake-quantized value (the indexer queries, which are not stored).
 void v41_fake_quant(V41KvFormat f, float* x, int n);
 

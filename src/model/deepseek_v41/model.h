@@ -60,6 +60,10 @@ class DeepseekV41Model final : public CausalLM {
   void compress(int layer, const ForwardBatch& b, const KvCacheView& kv, const float* xn);
   // Index source: each row's selected entries of the latest source (s_.selected).
   void index(int layer, const ForwardBatch& b, const float* xn, const float* qr);
+  // Under bf16 dots, for sequence si of b: its rows' window entries and the compressed entries
+  // they select, loaded once as bf16 rows of ld (s_.key_table), which its rows copy instead of
+  // loading each entry again.
+  void key_table(int layer, const ForwardBatch& b, const KvCacheView& kv, size_t si, int ld);
   void ffn(int layer, const ForwardBatch& b, const float* xn, float* out);
   void engram(int layer, const ForwardBatch& b, const KvCacheView& kv, float* streams);
 
@@ -77,6 +81,15 @@ class DeepseekV41Model final : public CausalLM {
   std::unique_ptr<ExpertParallelMoe> ep_;  // with ModelOptions::expert_group: routed experts across ranks
   V41KvLayout layout_;  // of the view being run
 
+  struct SeqKeyTable {  // one sequence's keys in bf16 (key_table)
+    int32_t window_first = 0;
+    AlignedVector<uint16_t> window;   // [positions window_first.., ld]
+    size_t n_entries = 0;             // 0: the rows load their compressed entries themselves
+    AlignedVector<uint16_t> entries;  // [n_entries, ld]: entry_ids' entries
+    std::vector<int32_t> entry_ids;   // compressed entries the rows select, in first-use order
+    std::vector<int32_t> entry_row;   // [visible entries]: each one's row in entries, or -1
+  };
+
   struct Scratch {  // reused across steps; sized on demand
     AlignedVector<float> streams, y, xn, out, pre, pre_next, post, comb, mixes, qr, q, kv, o, og, logits,
         expert_weights, ckv, cscore, latent, ikey, iq, iw;
@@ -85,6 +98,8 @@ class DeepseekV41Model final : public CausalLM {
     std::vector<const void*> key_rows;             // instead, where e2m1 keys score in bf16: each key where cached
     std::vector<std::vector<int32_t>> selected;    // [n_rows] entries the compressed layers read
     std::vector<std::vector<int32_t>> candidates;  // [n_rows] entries of the candidate blocks; empty: all
+    SeqKeyTable key_table;
+    std::vector<int64_t> plain_rows;               // rows attended without a key table
     std::vector<int32_t> expert_ids, row_seq, neg_positions, group_rows, group_pos;
     std::vector<int64_t> engram_rows;
     ClampedMoeScratch moe;
