@@ -241,30 +241,31 @@ TEST(DeepseekV41Model, RelaidWeightsGiveTheStoredWeightsBits) {
   }
 }
 
+// m's logits over a 70-token prompt with a `kv` cache, in chunks of 1, 3, 5 and 16 rows, are the
+// bits of one whole prefill.
+void expect_chunkings_bitwise(CausalLM& m, DType kv) {
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 70; ++i) ids.push_back(int32_t((i * 37 + 11) % 1000 + 3));
+  const std::vector<float> whole = run(m, ids, kv, 16, 1 << 20);
+  for (int chunk : {1, 3, 5, 16}) EXPECT_EQ(run(m, ids, kv, 16, chunk), whole) << "chunk " << chunk;
+}
+
 TEST(DeepseekV41Model, ChunkedPrefillIsBitwiseTheSame) {
   auto m = load("tiny-v41");
   ASSERT_TRUE(m);
-  std::vector<int32_t> ids;
-  for (int i = 0; i < 70; ++i) ids.push_back(int32_t((i * 37 + 11) % 1000 + 3));
-  const std::vector<float> whole = run(*m, ids, DType::F32, 16, 1 << 20);
-  for (int chunk : {1, 3, 5, 16})
-    EXPECT_EQ(run(*m, ids, DType::F32, 16, chunk), whole) << "chunk " << chunk;
+  expect_chunkings_bitwise(*m, DType::F32);
 }
 
 // With bf16 activations over the published cache formats (tiny-v41-qat, whose cache stores them)
-// the attention takes its keys in bf16:
-// a sequence with several rows from tables loaded once per layer (key_tables), a single row loading
-// its own. Either way, and in every chunking, the same bits.
+// the attention takes its keys in bf16: a sequence of 16 rows or more from a table loaded once per
+// layer (key_table), shorter ones loading their own. Either way, and in every chunking, the same
+// bits.
 TEST(DeepseekV41Model, ChunkedPrefillWithBf16DotsIsBitwiseTheSame) {
   ModelOptions bf16;
   bf16.activation_dtype = DType::BF16;
   auto m = load("tiny-v41-qat", bf16);
   ASSERT_TRUE(m);
-  std::vector<int32_t> ids;
-  for (int i = 0; i < 70; ++i) ids.push_back(int32_t((i * 37 + 11) % 1000 + 3));
-  const std::vector<float> whole = run(*m, ids, DType::BF16, 16, 1 << 20);
-  for (int chunk : {1, 3, 5, 16})
-    EXPECT_EQ(run(*m, ids, DType::BF16, 16, chunk), whole) << "chunk " << chunk;
+  expect_chunkings_bitwise(*m, DType::BF16);
 }
 
 // tiny-v41 copied to a temporary folder with its safetensors header and data edited by `edit`
