@@ -85,7 +85,8 @@ inline void expanded_operands(const ExpandedChunk& ch, const ExpandedDims& dm, i
         Avx512Bf16::round_to_bf16(k_src, row, dn);
         Avx512Bf16::round_to_bf16(pe, row + dn, rd);
       }
-      uint16_t* kd = st.keys_bf16.data() + ((size_t(h) * (n_pad / kTile) + t / kTile) * pairs) * 32 + size_t(t % kTile) * 2;
+      uint16_t* kd =
+          st.keys_bf16.data() + ((size_t(h) * (n_pad / kTile) + t / kTile) * pairs) * 32 + size_t(t % kTile) * 2;
       for (int d = 0; d < pairs; ++d) std::copy_n(row + 2 * d, 2, kd + size_t(d) * 32);
       std::fill(row, row + dm.dv_pad, uint16_t(0));
       if (valid) Avx512Bf16::round_to_bf16(k_src + dn, row, dm.dv);
@@ -184,15 +185,16 @@ inline void expanded_attend_tile(const ExpandedChunk& ch, const ExpandedDims& dm
     int iv = 0;  // rows [iv, nr) reach this block (positions ascend)
     while (iv < nr && pos[iv] < t0) ++iv;
     if (iv == nr) break;
-    expanded_block_scores(q, q_stride, st.keys_bf16.data() + (size_t(h) * (n_pad / kTile) + b0 / kTile) * dm.dq_pad * 16,
-                          dm.n_chunks, p.softmax_scale, ws.sc);
+    const uint16_t* keys = st.keys_bf16.data() + (size_t(h) * (n_pad / kTile) + b0 / kTile) * dm.dq_pad * 16;
+    expanded_block_scores(q, q_stride, keys, dm.n_chunks, p.softmax_scale, ws.sc);
     float alpha[kTile];
     for (int i = 0; i < kTile; ++i) {
       float* sc = ws.sc + i * T;
       if (i >= iv && i < nr) {
         const int r = r0 + i;
         const int n_t = std::min<int32_t>(T, pos[i] + 1 - t0);
-        alpha[i] = softmax_block_update<Avx512Bf16>(sc, n_t, st.run_max[size_t(r) * H + h], st.run_sum[size_t(r) * H + h]);
+        alpha[i] =
+            softmax_block_update<Avx512Bf16>(sc, n_t, st.run_max[size_t(r) * H + h], st.run_sum[size_t(r) * H + h]);
         std::fill(sc + n_t, sc + T, 0.0f);
       } else {
         std::fill(sc, sc + T, 0.0f);

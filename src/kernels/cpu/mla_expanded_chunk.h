@@ -1,6 +1,7 @@
 // What the expanded MLA attention driver (mla_expanded_attention.cpp) hands the per-ISA kernel
-// (mla_expanded_attention_kernels.h, or on AMX mla_expanded_attention_amx.h): one sequence's rows and one chunk of its positions with
-// their keys and values already expanded, and the rows' online-softmax state across chunks.
+// (mla_expanded_attention_kernels.h, or on AMX mla_expanded_attention_amx.h): one sequence's rows
+// and one chunk of its positions with their keys and values already expanded, and the rows'
+// online-softmax state across chunks.
 #pragma once
 
 #include <cstdint>

@@ -210,6 +210,7 @@ void DeepseekV41Model::key_table(int layer, const ForwardBatch& b, const KvCache
   const BatchSequence& s = b.seqs[si];
   SeqKeyTable& tab = s_.key_table;
   const int32_t p0 = b.positions[size_t(s.row_begin)], p1 = b.positions[size_t(s.row_begin + s.n_new - 1)];
+  DI_CHECK(p1 - p0 == s.n_new - 1);  // the rows' positions run on, so each row's window lies in the table's
   tab.window_first = std::max(0, p0 - c.sliding_window + 1);
   const int n_window = p1 - tab.window_first + 1;
   sized(tab.window, size_t(n_window) * size_t(ld));
@@ -282,7 +283,7 @@ void DeepseekV41Model::attention(int layer, const ForwardBatch& b, const KvCache
     const std::vector<int32_t>* sel = ratio > 0 ? &s_.selected[size_t(i)] : nullptr;
     const int n_selected = sel ? int(sel->size()) : 0;
     RowScratch& rs = row_scratch();
-    if (bf16_dots) {  // the keys in bf16, from the sequence's tables or loaded here
+    if (bf16_dots) {  // the keys in bf16, from its sequence's table or loaded here
       const int n_keys = n_window + n_selected, n_pad = (n_keys + 15) / 16 * 16;
       uint16_t* kb = sized(rs.keys_bf16, size_t(n_pad) * size_t(ld));
       if (tab)
@@ -295,8 +296,10 @@ void DeepseekV41Model::attention(int layer, const ForwardBatch& b, const KvCache
         const int32_t g = (*sel)[size_t(j)];
         DI_CHECK(source >= 0 && g < (p + 1) / ratio);
         uint16_t* dst = kb + size_t(n_window + j) * ld;
-        if (tab && tab->n_entries) std::memcpy(dst, tab->entries.data() + size_t(tab->entry_row[size_t(g)]) * ld, size_t(ld) * 2);
-        else v41_kv_load_bf16(layout_.entry_format, layout_.compressed_entry(kv, s, source, g), int(hd), dst, ld);
+        if (tab && tab->n_entries)
+          std::memcpy(dst, tab->entries.data() + size_t(tab->entry_row[size_t(g)]) * ld, size_t(ld) * 2);
+        else
+          v41_kv_load_bf16(layout_.entry_format, layout_.compressed_entry(kv, s, source, g), int(hd), dst, ld);
       }
       std::fill(kb + size_t(n_keys) * ld, kb + size_t(n_pad) * ld, uint16_t(0));
       SinkAttentionParams sp{q + i * H * hd, nullptr, a.sink.data(), o + i * H * hd, int(H), int(hd), n_keys, scale,
@@ -315,7 +318,7 @@ void DeepseekV41Model::attention(int layer, const ForwardBatch& b, const KvCache
       v41_kv_load(layout_.entry_format, layout_.compressed_entry(kv, s, source, g), int(hd), keys + (n_window + j) * hd);
     }
     backend_.sink_attention({q + i * H * hd, keys, a.sink.data(), o + i * H * hd, int(H), int(hd), n_window + n_selected,
-                             scale, bf16_dots ? DType::BF16 : DType::F32});
+                             scale, DType::F32});
   };
   // Under bf16 dots a sequence of kTabledRows rows or more loads its keys once (key_table) and
   // then runs its rows; the other rows run together after.
