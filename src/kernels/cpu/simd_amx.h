@@ -12,10 +12,10 @@
 // f32, transposed into y by the epilogue. Past n_in, m and the block's outputs both operands are
 // zero; the matrix is never read beyond its end. bf16 weights relaid tile-major need no panels: each
 // 16 x 32 block is 1 KiB of the A operand, read where it lies at every m (reads_in_place). One
-// exception to the roles: decode (one token tile) against
-// fp8 or int8 weights relaid tile-major streams them as the B operand (stream_pairs: the relay
-// stores their codes in pair order, the B layout, so a block converts without a transpose) against
-// the tokens' rows as A, and C is [tokens, 16 outputs].
+// exception to the roles: decode (one token tile) against fp8 or int8 weights relaid tile-major
+// streams them as the B operand (stream_pairs: the relay stores their codes in pair order, the B
+// layout, so a block converts without a transpose) against the tokens' rows as A, and C is
+// [tokens, 16 outputs].
 //
 // Bits. TDPBF16PS computes what the Intel SDM's pseudo-code for it says (every output of the
 // kernels tested bitwise against it: amx_tile_arithmetic_test.cpp): per chunk, the 16 even and the
